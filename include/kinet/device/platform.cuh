@@ -1,0 +1,385 @@
+/*
+ * kinet device API: portability layer.
+ *
+ * The device API is CUDA C written in C style.  The same headers compile
+ *  - with nvcc, as device code (static __device__ __forceinline__), and
+ *  - as plain C11 with KINET_HOST_EMU defined, for CPU threads that play GPU
+ *    threads against the software NIC (tests, the -emu examples).
+ *
+ * This file maps what differs: function qualifiers, fences, atomics, the
+ * global timer, spinning politely, and the "group" of a warp or a block
+ * (under emulation every group is one thread: lane 0 of 1).
+ *
+ * Memory model notes (what each primitive is for):
+ *  - kinet_dev_fence_release_sys(): orders every earlier store of the thread
+ *    (and, PTX fences being cumulative, every store it has observed, e.g.
+ *    through a barrier) before every later store, at system scope: the CPU
+ *    engine or the NIC sees the WQE bytes before the doorbell that covers them.
+ *  - kinet_dev_fence_acquire_sys(): orders an earlier load (a CQE owner byte,
+ *    a signal word) before every later load: data the NIC placed before it
+ *    wrote the CQE/signal is then read fresh (L1 is invalidated).
+ *  - kinet_dev_fence_sys(): full (sequentially consistent) system fence.
+ *  - *_gpu variants order device-state counters (in GPU memory) between GPU
+ *    threads; under emulation they are the same C11 fences.
+ */
+#ifndef KINET_DEVICE_PLATFORM_CUH
+#define KINET_DEVICE_PLATFORM_CUH
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(KINET_HOST_EMU) && defined(__CUDA_ARCH__)
+#error "KINET_HOST_EMU is for host (C) compilation of the device API, not for nvcc device code"
+#endif
+#if !defined(KINET_HOST_EMU) && !defined(__CUDACC__)
+#error "kinet/device.cuh needs nvcc, or KINET_HOST_EMU defined to run the device API on CPU threads"
+#endif
+
+/* Statuses: positive errno values, 0 for success. */
+#ifndef EAGAIN
+#define EAGAIN 11
+#endif
+#ifndef EIO
+#define EIO 5
+#endif
+#ifndef EINVAL
+#define EINVAL 22
+#endif
+#ifndef ETIMEDOUT
+#define ETIMEDOUT 110
+#endif
+#define KINET_DEV_OK 0
+#define KINET_DEV_EAGAIN EAGAIN
+#define KINET_DEV_EIO EIO
+#define KINET_DEV_EINVAL EINVAL
+#define KINET_DEV_ETIMEDOUT ETIMEDOUT
+
+/* Groups of the _warp and _block forms. */
+#define KINET_DEV_GROUP_THREAD 0
+#define KINET_DEV_GROUP_WARP 1
+#define KINET_DEV_GROUP_BLOCK 2
+
+#if defined(KINET_HOST_EMU)
+/* ===================== host emulation (plain C11) ===================== */
+#include <sched.h>
+#include <time.h>
+
+#define KINET_DEV_FN static inline
+#ifndef __device__
+#define __device__
+#endif
+#ifndef __host__
+#define __host__
+#endif
+#ifndef __global__
+#define __global__
+#endif
+#ifndef __forceinline__
+#define __forceinline__ inline
+#endif
+#ifndef __shared__
+#define __shared__ static
+#endif
+
+KINET_DEV_FN uint64_t kinet_dev_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Called in every spin loop with the iteration count: spins briefly, then
+ * yields so that engine threads get the CPU on small machines. */
+KINET_DEV_FN void kinet_dev_relax(uint32_t iter)
+{
+	if (iter < 16) {
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#endif
+	} else if (iter < 4096) {
+		sched_yield();
+	} else {
+		struct timespec ts = {0, 20000};
+		nanosleep(&ts, NULL);
+	}
+}
+
+KINET_DEV_FN void kinet_dev_fence_sys(void)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+KINET_DEV_FN void kinet_dev_fence_release_sys(void)
+{
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+KINET_DEV_FN void kinet_dev_fence_acquire_sys(void)
+{
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+}
+KINET_DEV_FN void kinet_dev_fence_gpu(void)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+KINET_DEV_FN uint64_t kinet_dev_load_acquire_u64_sys(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+KINET_DEV_FN uint64_t kinet_dev_load_acquire_u64_gpu(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+KINET_DEV_FN uint32_t kinet_dev_load_acquire_u32_gpu(const uint32_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+KINET_DEV_FN uint64_t kinet_dev_load_relaxed_u64(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+KINET_DEV_FN uint32_t kinet_dev_load_relaxed_u32(const uint32_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+KINET_DEV_FN uint8_t kinet_dev_load_volatile_u8(const uint8_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+KINET_DEV_FN void kinet_dev_store_release_u64_gpu(uint64_t *p, uint64_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+KINET_DEV_FN void kinet_dev_store_release_u64_sys(uint64_t *p, uint64_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+KINET_DEV_FN void kinet_dev_store_release_u32_sys(uint32_t *p, uint32_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+KINET_DEV_FN void kinet_dev_store_relaxed_u64(uint64_t *p, uint64_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
+KINET_DEV_FN void kinet_dev_store_relaxed_u32(uint32_t *p, uint32_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
+KINET_DEV_FN uint64_t kinet_dev_atomic_add_u64(uint64_t *p, uint64_t v)
+{
+	return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+}
+/* Compare-and-swap; returns the old value (as atomicCAS). */
+KINET_DEV_FN uint64_t kinet_dev_atomic_cas_u64(uint64_t *p, uint64_t expected, uint64_t desired)
+{
+	__atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	return expected;
+}
+KINET_DEV_FN uint32_t kinet_dev_atomic_cas_u32(uint32_t *p, uint32_t expected, uint32_t desired)
+{
+	__atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	return expected;
+}
+KINET_DEV_FN uint32_t kinet_dev_atomic_exch_u32(uint32_t *p, uint32_t v)
+{
+	return __atomic_exchange_n(p, v, __ATOMIC_ACQ_REL);
+}
+KINET_DEV_FN uint64_t kinet_dev_atomic_max_u64(uint64_t *p, uint64_t v)
+{
+	uint64_t old = __atomic_load_n(p, __ATOMIC_RELAXED);
+	while (old < v && !__atomic_compare_exchange_n(p, &old, v, 1, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		;
+	return old;
+}
+
+/* Groups: under emulation a warp and a block are one thread. */
+KINET_DEV_FN uint32_t kinet_dev_group_rank(int group)
+{
+	(void)group;
+	return 0;
+}
+KINET_DEV_FN uint32_t kinet_dev_group_size(int group)
+{
+	(void)group;
+	return 1;
+}
+KINET_DEV_FN void kinet_dev_group_sync(int group)
+{
+	(void)group;
+}
+/* Makes rank 0's *status and *value every rank's. */
+KINET_DEV_FN void kinet_dev_group_bcast(int group, int *status, uint64_t *value)
+{
+	(void)group;
+	(void)status;
+	(void)value;
+}
+
+#else
+/* ===================== CUDA (nvcc) ===================== */
+
+#define KINET_DEV_FN static __device__ __forceinline__
+
+/* %globaltimer: nanoseconds (updated every ~32 ns to 1 us by the GPU). */
+KINET_DEV_FN uint64_t kinet_dev_now_ns(void)
+{
+	uint64_t t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+
+KINET_DEV_FN void kinet_dev_relax(uint32_t iter)
+{
+	if (iter >= 8)
+		__nanosleep(iter < 256 ? 32 : 256);
+}
+
+/* fence.sc.sys */
+KINET_DEV_FN void kinet_dev_fence_sys(void)
+{
+	__threadfence_system();
+}
+/* fence.acq_rel.sys: release half for "stores, then the doorbell". */
+KINET_DEV_FN void kinet_dev_fence_release_sys(void)
+{
+	asm volatile("fence.acq_rel.sys;" ::: "memory");
+}
+/* fence.acq_rel.sys: acquire half for "owner/signal check, then the data". */
+KINET_DEV_FN void kinet_dev_fence_acquire_sys(void)
+{
+	asm volatile("fence.acq_rel.sys;" ::: "memory");
+}
+/* fence.sc.gpu, between GPU threads sharing a QP's counters. */
+KINET_DEV_FN void kinet_dev_fence_gpu(void)
+{
+	__threadfence();
+}
+
+KINET_DEV_FN uint64_t kinet_dev_load_acquire_u64_sys(const uint64_t *p)
+{
+	uint64_t v;
+	asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+}
+KINET_DEV_FN uint64_t kinet_dev_load_acquire_u64_gpu(const uint64_t *p)
+{
+	uint64_t v;
+	asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+}
+KINET_DEV_FN uint32_t kinet_dev_load_acquire_u32_gpu(const uint32_t *p)
+{
+	uint32_t v;
+	asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
+}
+KINET_DEV_FN uint64_t kinet_dev_load_relaxed_u64(const uint64_t *p)
+{
+	return *(const volatile uint64_t *)p;
+}
+KINET_DEV_FN uint32_t kinet_dev_load_relaxed_u32(const uint32_t *p)
+{
+	return *(const volatile uint32_t *)p;
+}
+KINET_DEV_FN uint8_t kinet_dev_load_volatile_u8(const uint8_t *p)
+{
+	return *(const volatile uint8_t *)p;
+}
+KINET_DEV_FN void kinet_dev_store_release_u64_gpu(uint64_t *p, uint64_t v)
+{
+	asm volatile("st.release.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+KINET_DEV_FN void kinet_dev_store_release_u64_sys(uint64_t *p, uint64_t v)
+{
+	asm volatile("st.release.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+KINET_DEV_FN void kinet_dev_store_release_u32_sys(uint32_t *p, uint32_t v)
+{
+	asm volatile("st.release.sys.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+KINET_DEV_FN void kinet_dev_store_relaxed_u64(uint64_t *p, uint64_t v)
+{
+	*(volatile uint64_t *)p = v;
+}
+KINET_DEV_FN void kinet_dev_store_relaxed_u32(uint32_t *p, uint32_t v)
+{
+	*(volatile uint32_t *)p = v;
+}
+/* Device-scope atomics (also on host-mapped words, where they are atomic
+ * among GPU threads, which is all the protocol needs). */
+KINET_DEV_FN uint64_t kinet_dev_atomic_add_u64(uint64_t *p, uint64_t v)
+{
+	return (uint64_t)atomicAdd((unsigned long long *)p, (unsigned long long)v);
+}
+KINET_DEV_FN uint64_t kinet_dev_atomic_cas_u64(uint64_t *p, uint64_t expected, uint64_t desired)
+{
+	return (uint64_t)atomicCAS((unsigned long long *)p, (unsigned long long)expected,
+				   (unsigned long long)desired);
+}
+KINET_DEV_FN uint32_t kinet_dev_atomic_cas_u32(uint32_t *p, uint32_t expected, uint32_t desired)
+{
+	return (uint32_t)atomicCAS((unsigned int *)p, expected, desired);
+}
+KINET_DEV_FN uint32_t kinet_dev_atomic_exch_u32(uint32_t *p, uint32_t v)
+{
+	return (uint32_t)atomicExch((unsigned int *)p, v);
+}
+KINET_DEV_FN uint64_t kinet_dev_atomic_max_u64(uint64_t *p, uint64_t v)
+{
+	return (uint64_t)atomicMax((unsigned long long *)p, (unsigned long long)v);
+}
+
+KINET_DEV_FN uint32_t kinet_dev_lane_id(void)
+{
+	uint32_t lane;
+	asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+	return lane;
+}
+
+/* Rank in the group: lane in the warp, linear thread index in the block. */
+KINET_DEV_FN uint32_t kinet_dev_group_rank(int group)
+{
+	if (group == KINET_DEV_GROUP_WARP)
+		return kinet_dev_lane_id();
+	if (group == KINET_DEV_GROUP_BLOCK)
+		return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+	return 0;
+}
+KINET_DEV_FN uint32_t kinet_dev_group_size(int group)
+{
+	if (group == KINET_DEV_GROUP_WARP)
+		return 32;
+	if (group == KINET_DEV_GROUP_BLOCK)
+		return blockDim.x * blockDim.y * blockDim.z;
+	return 1;
+}
+/* Barrier with memory ordering among the group (bar.sync / bar.warp.sync). */
+KINET_DEV_FN void kinet_dev_group_sync(int group)
+{
+	if (group == KINET_DEV_GROUP_WARP)
+		__syncwarp();
+	else if (group == KINET_DEV_GROUP_BLOCK)
+		__syncthreads();
+}
+KINET_DEV_FN void kinet_dev_group_bcast(int group, int *status, uint64_t *value)
+{
+	if (group == KINET_DEV_GROUP_WARP) {
+		*status = __shfl_sync(0xffffffffu, *status, 0);
+		*value = (uint64_t)__shfl_sync(0xffffffffu, (unsigned long long)*value, 0);
+	} else if (group == KINET_DEV_GROUP_BLOCK) {
+		__shared__ unsigned long long kinet_dev_bcast_buf[2];
+		__syncthreads(); /* earlier readers of the buffer are done */
+		if (kinet_dev_group_rank(group) == 0) {
+			kinet_dev_bcast_buf[0] = (unsigned long long)(long long)*status;
+			kinet_dev_bcast_buf[1] = (unsigned long long)*value;
+		}
+		__syncthreads();
+		*status = (int)(long long)kinet_dev_bcast_buf[0];
+		*value = (uint64_t)kinet_dev_bcast_buf[1];
+	}
+}
+
+#endif /* KINET_HOST_EMU */
+
+#endif /* KINET_DEVICE_PLATFORM_CUH */

@@ -1,0 +1,106 @@
+/*
+ * Device descriptors: what kinet_qp_export()/kinet_cq_export() place in GPU
+ * memory (host memory under host emulation).  Plain C, shared by the host
+ * library, CUDA device code and the host-emulated device API.
+ *
+ * Pointers are device-usable: rings, doorbell records, the CPU doorbell word,
+ * the UAR doorbell and the BlueFlame window are host-pinned memory mapped
+ * into the GPU for the software NIC (MMIO on ConnectX).  The counters below
+ * them live in the descriptor itself and are only touched by device code.
+ */
+#ifndef KINET_DEVICE_TYPES_H
+#define KINET_DEVICE_TYPES_H
+
+#include <stdint.h>
+
+#include "kinet/wire.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* First device-side error of a context; host-mapped so the host reads it
+ * with kinet_ctx_last_error().  Device code claims it with a CAS on
+ * `claimed` (0 -> 1), fills the fields, then sets `valid` with a release. */
+struct kinet_dev_error {
+	uint32_t claimed;
+	uint32_t valid;
+	int32_t status; /* negative errno */
+	uint32_t qpn;
+	uint32_t syndrome;
+	uint32_t opcode;
+	uint32_t wqe_counter;
+	uint32_t pad;
+};
+
+struct kinet_dev_cq {
+	struct kinet_cqe64 *cqes; /* ring of 2^log_depth CQEs */
+	uint32_t *dbrec;	  /* [KINET_CQ_DBR_CI]: big-endian 24-bit ci */
+	uint32_t log_depth;
+	uint32_t mask;
+	/* device state */
+	uint64_t ci;	    /* CQEs consumed */
+	uint32_t poll_lock; /* one poller at a time in the high-level API */
+	uint32_t pad;
+};
+
+struct kinet_dev_qp {
+	/* send queue */
+	uint8_t *sq; /* 2^sq_log_depth basic blocks of 64 B */
+	uint32_t sq_mask;
+	uint32_t sq_log_depth;
+	uint32_t qpn;
+	uint32_t db_mode;    /* enum kinet_db_mode, never AUTO here */
+	uint32_t sharing;    /* enum kinet_qp_sharing */
+	uint32_t max_inline; /* largest single-BB inline payload (28) */
+	uint32_t *dbrec;     /* [KINET_DBR_RECV], [KINET_DBR_SEND], big-endian */
+	uint64_t *db_cpu_pi; /* KINET_DB_CPU: 64-bit producer index, host word */
+	uint64_t *uar_db;    /* KINET_DB_GPU: 8-byte doorbell register */
+	uint64_t *bf;	     /* KINET_DB_BF: 64-byte BlueFlame window */
+	uint64_t timeout_ns; /* bound on every blocking device call */
+
+	/* receive queue (rq == NULL when the QP has none) */
+	uint8_t *rq;
+	uint32_t rq_mask;
+	uint32_t rq_stride; /* bytes per receive WQE, power of two */
+	uint32_t rq_max_sge;
+	uint32_t pad0;
+
+	struct kinet_dev_cq *send_cq; /* exclusive to this QP */
+	struct kinet_dev_cq *recv_cq;
+	struct kinet_dev_error *err; /* the context's record */
+
+	/* device state: 64-bit counters of basic blocks / receive WQEs */
+	uint64_t sq_reserved; /* handed out to posters */
+	uint64_t sq_ready;    /* written and rung, in order */
+	uint64_t sq_done;     /* known complete from CQEs */
+	uint64_t rq_reserved;
+	uint64_t rq_ready;
+	uint64_t rq_done;
+	uint32_t sq_error; /* sticky: syndrome of the first error CQE, +0x100 */
+	uint32_t rq_error;
+	uint32_t db_lock; /* serialises doorbells of a shared QP */
+	uint32_t pad1;
+
+	/* Added by the device API (zero at export is right for the first two;
+	 * the export fills the scratch buffer). */
+	uint64_t sq_error_idx; /* BB index of the first error CQE, valid once sq_error != 0 */
+	uint64_t rq_error_idx; /* receive WQE index of the first error CQE */
+	/* Registered local buffer (>= 8 bytes, LOCAL_WRITE, lkey scratch_lkey)
+	 * that takes the unwanted old value of non-fetching atomics (signal,
+	 * put_signal); 0 when none: then those calls return EINVAL. */
+	uint64_t scratch;
+	uint32_t scratch_lkey;
+	uint32_t pad2;
+};
+
+/* Offsets in the software NIC's UAR page (as the mlx5 BlueFlame register:
+ * the doorbell is the first 8 bytes of the BF buffer at 0x800). */
+#define KINET_UAR_DB_OFFSET 0x800u
+#define KINET_UAR_BF_SIZE 64u
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KINET_DEVICE_TYPES_H */

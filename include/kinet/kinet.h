@@ -1,0 +1,273 @@
+/*
+ * kinet host API: the control path of GPU-initiated networking.
+ *
+ * Objects are opaque handles.  Functions return 0 (or a count) on success and
+ * a negative errno on failure; kinet_strerror() turns either into text.  No
+ * state lives outside a context.  See docs/ARCHITECTURE.md.
+ */
+#ifndef KINET_KINET_H
+#define KINET_KINET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct kinet_ctx;
+struct kinet_mr;
+struct kinet_cq;
+struct kinet_qp;
+struct kinet_dev_qp;
+struct kinet_dev_cq;
+
+/* ---- context --------------------------------------------------------- */
+
+struct kinet_ctx_attr {
+	const char *provider; /* "auto", "soft", "mlx5"; NULL: $KINET_PROVIDER or auto */
+	int engine_threads;   /* software NIC threads; 0: $KINET_ENGINE_THREADS or 1 */
+	int cuda_device;      /* CUDA device for GPU memory and export; -1: none */
+};
+
+/* Fills attr with the defaults (provider NULL, 0 engine threads, device -1). */
+void kinet_ctx_attr_init(struct kinet_ctx_attr *attr);
+int kinet_ctx_open(const struct kinet_ctx_attr *attr, struct kinet_ctx **ctx);
+/* Stops the engine (also with work in flight) and frees everything the
+ * context still owns.  Handles of the context are invalid afterwards. */
+int kinet_ctx_close(struct kinet_ctx *ctx);
+const char *kinet_ctx_provider(const struct kinet_ctx *ctx);
+/* 1 when the build has CUDA and a device is usable, else 0. */
+int kinet_cuda_available(void);
+
+/* The first error a context saw, from the engine or from device code. */
+struct kinet_error {
+	int status;	  /* negative errno; 0 when nothing went wrong */
+	uint32_t qpn;	  /* queue pair it happened on, 0 if none */
+	uint8_t syndrome; /* PRM syndrome of the error CQE, 0 if none */
+	uint8_t opcode;	  /* WQE opcode involved */
+	uint16_t wqe_counter;
+	uint32_t source; /* KINET_ERROR_SOURCE_* */
+};
+#define KINET_ERROR_SOURCE_ENGINE 1u
+#define KINET_ERROR_SOURCE_DEVICE 2u
+#define KINET_ERROR_SOURCE_HOST 3u
+int kinet_ctx_last_error(struct kinet_ctx *ctx, struct kinet_error *err);
+void kinet_ctx_clear_error(struct kinet_ctx *ctx);
+
+/* Engine control, for tests and for measuring: a paused engine executes
+ * nothing until resumed (doorbells are remembered). */
+int kinet_ctx_pause(struct kinet_ctx *ctx);
+int kinet_ctx_resume(struct kinet_ctx *ctx);
+
+const char *kinet_strerror(int err);
+
+/* Log levels, from $KINET_LOG (error, warn, info, debug, or 0..3). */
+enum kinet_log_level {
+	KINET_LOG_ERROR = 0,
+	KINET_LOG_WARN = 1,
+	KINET_LOG_INFO = 2,
+	KINET_LOG_DEBUG = 3,
+};
+void kinet_log_set_level(enum kinet_log_level level);
+
+/* ---- memory ---------------------------------------------------------- */
+
+enum kinet_access {
+	KINET_ACCESS_LOCAL_WRITE = 1u << 0,
+	KINET_ACCESS_REMOTE_WRITE = 1u << 1,
+	KINET_ACCESS_REMOTE_READ = 1u << 2,
+	KINET_ACCESS_REMOTE_ATOMIC = 1u << 3,
+};
+
+enum kinet_mem_type {
+	KINET_MEM_HOST = 0,
+	KINET_MEM_CUDA = 1,
+};
+
+/* Registers [addr, addr+length).  Host or CUDA device memory; the type is
+ * found out with the CUDA runtime when the build has it. */
+int kinet_mr_reg(struct kinet_ctx *ctx, void *addr, size_t length, unsigned access, struct kinet_mr **mr);
+int kinet_mr_dereg(struct kinet_mr *mr);
+uint32_t kinet_mr_lkey(const struct kinet_mr *mr);
+uint32_t kinet_mr_rkey(const struct kinet_mr *mr);
+enum kinet_mem_type kinet_mr_mem_type(const struct kinet_mr *mr);
+
+/* What a peer needs to target a region: packed by the owner, sent out of
+ * band, used as is by the peer (addresses are the owner's). */
+#define KINET_MR_INFO_TRANSPORT_BYTES 96
+struct kinet_mr_info {
+	uint64_t addr;
+	uint64_t length;
+	uint32_t rkey;
+	uint32_t access;
+	uint8_t transport[KINET_MR_INFO_TRANSPORT_BYTES];
+};
+int kinet_mr_pack(const struct kinet_mr *mr, struct kinet_mr_info *info);
+
+/* ---- completion queues ----------------------------------------------- */
+
+struct kinet_cq_attr {
+	uint32_t depth; /* CQEs, rounded up to a power of two */
+};
+int kinet_cq_create(struct kinet_ctx *ctx, const struct kinet_cq_attr *attr, struct kinet_cq **cq);
+int kinet_cq_destroy(struct kinet_cq *cq);
+uint32_t kinet_cq_depth(const struct kinet_cq *cq);
+
+enum kinet_wc_opcode {
+	KINET_WC_SEND,
+	KINET_WC_RDMA_WRITE,
+	KINET_WC_RDMA_READ,
+	KINET_WC_COMP_SWAP,
+	KINET_WC_FETCH_ADD,
+	KINET_WC_NOP,
+	KINET_WC_RECV,
+	KINET_WC_RECV_RDMA_WITH_IMM,
+};
+
+enum kinet_wc_flags {
+	KINET_WC_WITH_IMM = 1u << 0,
+};
+
+/* A completion decoded from a CQE (as struct ibv_wc). */
+struct kinet_wc {
+	uint64_t wr_id;
+	int status; /* 0, or the PRM syndrome (enum kinet_cqe_syndrome) */
+	uint8_t vendor_err;
+	enum kinet_wc_opcode opcode;
+	uint32_t byte_len;
+	uint32_t imm_data; /* host order */
+	uint32_t qp_num;
+	uint32_t wc_flags;
+	uint16_t wqe_counter;
+};
+
+/* Polls up to max completions.  Returns the count (0 when none), or
+ * -EOVERFLOW once the CQ overran (completions were lost; the CQ and the QPs
+ * feeding it are in error), or another negative errno. */
+int kinet_cq_poll(struct kinet_cq *cq, int max, struct kinet_wc *wc);
+
+/* ---- queue pairs ------------------------------------------------------ */
+
+enum kinet_db_mode {
+	KINET_DB_AUTO = 0,
+	KINET_DB_CPU = 1, /* producer index to a host word; engine/CPU rings */
+	KINET_DB_GPU = 2, /* doorbell record, then 8-byte UAR doorbell */
+	KINET_DB_BF = 3,  /* doorbell record, then 64-byte BlueFlame copy */
+};
+
+enum kinet_qp_sharing {
+	KINET_SHARE_EXCLUSIVE = 0, /* one thread (or group) at a time */
+	KINET_SHARE_CTA = 1,	   /* threads of one block */
+	KINET_SHARE_GPU = 2,	   /* any thread of the GPU */
+};
+
+enum kinet_qp_state {
+	KINET_QPS_RESET,
+	KINET_QPS_INIT,
+	KINET_QPS_RTR,
+	KINET_QPS_RTS,
+	KINET_QPS_ERR,
+};
+
+struct kinet_qp_attr {
+	struct kinet_cq *send_cq;
+	struct kinet_cq *recv_cq; /* may equal send_cq; NULL: no receive queue */
+	uint32_t sq_depth;	  /* basic blocks, rounded up to a power of two */
+	uint32_t rq_depth;	  /* receive WQEs, rounded up to a power of two */
+	uint32_t max_recv_sge;	  /* scatter entries per receive WQE */
+	uint32_t max_inline;	  /* largest inline payload the CPU post accepts */
+	enum kinet_db_mode db_mode;
+	enum kinet_qp_sharing sharing;
+	uint32_t timeout_ms;	 /* bound on retries and on blocking device waits */
+	uint32_t rnr_timeout_ms; /* how long a send waits for a receive WQE */
+};
+void kinet_qp_attr_init(struct kinet_qp_attr *attr);
+
+/* What a peer needs to connect to a QP (as exchanged out of band). */
+#define KINET_QP_INFO_TRANSPORT_BYTES 96
+struct kinet_qp_info {
+	uint32_t qpn;
+	uint32_t flags;
+	uint64_t node_id; /* identifies the process/host the QP lives in */
+	uint8_t transport[KINET_QP_INFO_TRANSPORT_BYTES];
+};
+
+int kinet_qp_create(struct kinet_ctx *ctx, const struct kinet_qp_attr *attr, struct kinet_qp **qp);
+int kinet_qp_destroy(struct kinet_qp *qp);
+int kinet_qp_info(const struct kinet_qp *qp, struct kinet_qp_info *info);
+/* RESET -> INIT -> RTR -> RTS against the remote QP. */
+int kinet_qp_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote);
+/* Moves the QP to the error state: outstanding work is flushed. */
+int kinet_qp_set_error(struct kinet_qp *qp);
+uint32_t kinet_qp_num(const struct kinet_qp *qp);
+enum kinet_qp_state kinet_qp_state(const struct kinet_qp *qp);
+enum kinet_db_mode kinet_qp_db_mode(const struct kinet_qp *qp);
+
+/* ---- CPU-side posting (the same WQEs the GPU writes) ------------------ */
+
+enum kinet_wr_opcode {
+	KINET_WR_NOP,
+	KINET_WR_RDMA_WRITE,
+	KINET_WR_RDMA_WRITE_WITH_IMM,
+	KINET_WR_SEND,
+	KINET_WR_SEND_WITH_IMM,
+	KINET_WR_RDMA_READ,
+	KINET_WR_ATOMIC_CMP_AND_SWP,
+	KINET_WR_ATOMIC_FETCH_AND_ADD,
+};
+
+enum kinet_send_flags {
+	KINET_SEND_SIGNALED = 1u << 0,
+	KINET_SEND_FENCE = 1u << 1,
+	KINET_SEND_INLINE = 1u << 2,
+	KINET_SEND_SOLICITED = 1u << 3,
+};
+
+struct kinet_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+struct kinet_send_wr {
+	uint64_t wr_id;
+	enum kinet_wr_opcode opcode;
+	unsigned send_flags;
+	const struct kinet_sge *sg_list;
+	int num_sge;
+	uint32_t imm_data; /* host order */
+	uint64_t remote_addr;
+	uint32_t rkey;
+	uint64_t compare_add; /* compare (CS) or add (FA) */
+	uint64_t swap;
+};
+
+struct kinet_recv_wr {
+	uint64_t wr_id;
+	const struct kinet_sge *sg_list;
+	int num_sge;
+};
+
+/* Writes count WQEs and rings the doorbell once, per the QP's mode.
+ * On failure nothing of the failing request is posted and *bad (if not NULL)
+ * is its index; the requests before it are posted and rung. */
+int kinet_post_send(struct kinet_qp *qp, const struct kinet_send_wr *wr, int count, int *bad);
+int kinet_post_recv(struct kinet_qp *qp, const struct kinet_recv_wr *wr, int count, int *bad);
+/* Posts a WQE built by the caller (nbb basic blocks, its index field is
+ * overwritten with the slot's) and rings the doorbell.  For custom WQEs and
+ * for testing the engine's checks on malformed ones. */
+int kinet_post_wqe(struct kinet_qp *qp, const void *wqe, uint32_t nbb, uint64_t wr_id);
+
+/* ---- export to the device API ---------------------------------------- */
+
+/* Descriptors in GPU memory (host memory on a build or context without a
+ * GPU, for host emulation).  Freed with the QP/CQ. */
+int kinet_qp_export(struct kinet_qp *qp, struct kinet_dev_qp **dev_qp);
+int kinet_cq_export(struct kinet_cq *cq, struct kinet_dev_cq **dev_cq);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KINET_KINET_H */

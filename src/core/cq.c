@@ -1,0 +1,304 @@
+/*
+ * Completion queues: an mlx5 CQE ring written by engine threads (of this or
+ * another context) and read by the host poller or by device code.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define CQ_MIN_DEPTH 2 /* one slot stays reserved for the overrun report */
+#define CQ_MAX_DEPTH 65536
+
+static uint32_t log2_ceil(uint32_t v)
+{
+	uint32_t l = 0;
+
+	while ((1u << l) < v)
+		l++;
+	return l;
+}
+
+int kinet_cq_create(struct kinet_ctx *ctx, const struct kinet_cq_attr *attr, struct kinet_cq **out)
+{
+	struct kinet_cq *cq;
+	uint32_t i;
+
+	if (!out)
+		return KINET_EINVAL("cq", "NULL");
+	*out = NULL;
+	if (!ctx)
+		return KINET_EINVAL("ctx", "NULL");
+	if (!attr)
+		return KINET_EINVAL("attr", "NULL");
+	if (!attr->depth || attr->depth > CQ_MAX_DEPTH)
+		return KINET_EINVAL("attr->depth", "must be 1..65536");
+
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return -ENOMEM;
+	cq->ctx = ctx;
+	cq->log_depth = log2_ceil(attr->depth < CQ_MIN_DEPTH ? CQ_MIN_DEPTH : attr->depth);
+	cq->depth = 1u << cq->log_depth;
+	cq->ring = kinet_host_alloc(ctx, (size_t)cq->depth * sizeof(*cq->ring));
+	cq->dbrec = kinet_host_alloc(ctx, 64);
+	if (!cq->ring || !cq->dbrec) {
+		kinet_host_free(ctx, cq->ring);
+		kinet_host_free(ctx, cq->dbrec);
+		free(cq);
+		return -ENOMEM;
+	}
+	/* INVALID with owner 0 is never taken for a CQE (as libmlx5). */
+	for (i = 0; i < cq->depth; i++)
+		cq->ring[i].op_own = KINET_CQE_INVALID << 4;
+	pthread_mutex_init(&cq->lock, NULL);
+	pthread_mutex_init(&cq->poll_lock, NULL);
+
+	pthread_mutex_lock(&ctx->obj_lock);
+	cq->next_in_ctx = ctx->cqs;
+	ctx->cqs = cq;
+	pthread_mutex_unlock(&ctx->obj_lock);
+	*out = cq;
+	return 0;
+}
+
+int kinet_cq_destroy(struct kinet_cq *cq)
+{
+	struct kinet_ctx *ctx;
+	struct kinet_cq **p;
+
+	if (!cq)
+		return KINET_EINVAL("cq", "NULL");
+	if (atomic_load(&cq->users)) {
+		KINET_ERR("%s: CQ still used by %d QP(s)", __func__, atomic_load(&cq->users));
+		return -EBUSY;
+	}
+	ctx = cq->ctx;
+	pthread_mutex_lock(&ctx->obj_lock);
+	for (p = &ctx->cqs; *p; p = &(*p)->next_in_ctx) {
+		if (*p == cq) {
+			*p = cq->next_in_ctx;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ctx->obj_lock);
+
+	kinet_dev_free(ctx, cq->dev);
+	kinet_host_free(ctx, cq->ring);
+	kinet_host_free(ctx, cq->dbrec);
+	pthread_mutex_destroy(&cq->lock);
+	pthread_mutex_destroy(&cq->poll_lock);
+	free(cq);
+	return 0;
+}
+
+uint32_t kinet_cq_depth(const struct kinet_cq *cq)
+{
+	return cq ? cq->depth : 0;
+}
+
+static void cqe_fill(struct kinet_cqe64 *cqe, const struct kinet_cqe_desc *d)
+{
+	struct kinet_err_cqe *ecqe = (struct kinet_err_cqe *)cqe;
+
+	/* op_own is left alone: the poller must not see a half-written CQE. */
+	memset(cqe, 0, offsetof(struct kinet_cqe64, op_own));
+	switch (d->cqe_opcode) {
+	case KINET_CQE_REQ:
+		cqe->sop_drop_qpn = kinet_be32((uint32_t)d->wqe_opcode << 24 | (d->qpn & 0xffffff));
+		cqe->wqe_counter = kinet_be16(d->wqe_counter);
+		cqe->byte_cnt = kinet_be32(d->byte_cnt);
+		break;
+	case KINET_CQE_REQ_ERR:
+	case KINET_CQE_RESP_ERR:
+		ecqe->syndrome = d->syndrome;
+		ecqe->vendor_err_synd = d->vendor_syndrome;
+		ecqe->s_wqe_opcode_qpn = kinet_be32((uint32_t)d->wqe_opcode << 24 | (d->qpn & 0xffffff));
+		ecqe->wqe_counter = kinet_be16(d->wqe_counter);
+		break;
+	default: /* responder */
+		cqe->sop_drop_qpn = kinet_be32(d->qpn & 0xffffff);
+		cqe->byte_cnt = kinet_be32(d->byte_cnt);
+		cqe->imm_inval_pkey = d->imm_be;
+		cqe->wqe_counter = kinet_be16(d->wqe_counter);
+		break;
+	}
+}
+
+/* Hands the CQE at producer index pi to software: data first, then the
+ * op_own byte with the owner bit of this pass, as hardware does. */
+static void cqe_publish(struct kinet_cq *cq, struct kinet_cqe64 *cqe, uint8_t cqe_opcode)
+{
+	uint8_t op_own = (uint8_t)(cqe_opcode << 4 | kinet_cqe_sw_owner(cq->pi, cq->log_depth));
+
+	atomic_thread_fence(memory_order_release);
+	__atomic_store_n(&cqe->op_own, op_own, __ATOMIC_RELEASE);
+	cq->pi++;
+}
+
+int kinet_cq_write(struct kinet_cq *cq, const struct kinet_cqe_desc *desc, bool may_wait)
+{
+	struct kinet_cqe_desc ovf;
+	struct kinet_cqe64 *cqe;
+	uint32_t ci, used;
+
+	pthread_mutex_lock(&cq->lock);
+	if (atomic_load(&cq->overrun)) {
+		pthread_mutex_unlock(&cq->lock);
+		return -EOVERFLOW;
+	}
+	ci = kinet_be32(__atomic_load_n(&cq->dbrec[KINET_CQ_DBR_CI], __ATOMIC_ACQUIRE)) & KINET_CQ_CI_MASK;
+	used = ((uint32_t)cq->pi - ci) & KINET_CQ_CI_MASK;
+	cqe = &cq->ring[cq->pi & (cq->depth - 1)];
+	if (used >= cq->depth - 1) {
+		if (may_wait) {
+			pthread_mutex_unlock(&cq->lock);
+			return -EAGAIN;
+		}
+		/* The last free slot tells the consumer what was lost. */
+		ovf = *desc;
+		ovf.cqe_opcode = KINET_CQE_REQ_ERR;
+		ovf.syndrome = KINET_SYND_LOCAL_QP_OP_ERR;
+		ovf.vendor_syndrome = KINET_VENDOR_SYND_CQ_OVERRUN;
+		cqe_fill(cqe, &ovf);
+		cqe_publish(cq, cqe, ovf.cqe_opcode);
+		atomic_store(&cq->overrun, true);
+		pthread_mutex_unlock(&cq->lock);
+		KINET_ERR("CQ of depth %u overran (QP %u, WQE %u): completions are lost", cq->depth,
+			  desc->qpn, desc->wqe_counter);
+		kinet_ctx_record_error(cq->ctx, -EOVERFLOW, desc->qpn, KINET_SYND_LOCAL_QP_OP_ERR,
+				       desc->wqe_opcode, desc->wqe_counter);
+		return -EOVERFLOW;
+	}
+	cqe_fill(cqe, desc);
+	cqe_publish(cq, cqe, desc->cqe_opcode);
+	pthread_mutex_unlock(&cq->lock);
+	return 0;
+}
+
+static enum kinet_wc_opcode wc_opcode_of_wqe(uint8_t op)
+{
+	switch (op) {
+	case KINET_WQE_OP_RDMA_WRITE:
+	case KINET_WQE_OP_RDMA_WRITE_IMM:
+		return KINET_WC_RDMA_WRITE;
+	case KINET_WQE_OP_SEND:
+	case KINET_WQE_OP_SEND_IMM:
+		return KINET_WC_SEND;
+	case KINET_WQE_OP_RDMA_READ:
+		return KINET_WC_RDMA_READ;
+	case KINET_WQE_OP_ATOMIC_CS:
+		return KINET_WC_COMP_SWAP;
+	case KINET_WQE_OP_ATOMIC_FA:
+		return KINET_WC_FETCH_ADD;
+	default:
+		return KINET_WC_NOP;
+	}
+}
+
+/* Requester completion: the WQE at wqe_counter and every one before it are
+ * done, which frees their send-queue slots for the host poster. */
+static void wc_requester(struct kinet_qp *qp, uint16_t wqe_counter, struct kinet_wc *wc)
+{
+	uint32_t slot;
+	uint64_t end;
+
+	if (!qp)
+		return;
+	pthread_mutex_lock(&qp->post_lock);
+	slot = wqe_counter & (qp->sq_bbs - 1);
+	wc->wr_id = qp->sq_wrid[slot];
+	end = qp->sq_ci_host + (uint16_t)(wqe_counter - (uint16_t)qp->sq_ci_host) + qp->sq_nbb[slot];
+	if (end > qp->sq_ci_host && end <= qp->sq_pi)
+		qp->sq_ci_host = end;
+	pthread_mutex_unlock(&qp->post_lock);
+}
+
+static void wc_responder(struct kinet_qp *qp, uint16_t wqe_counter, struct kinet_wc *wc)
+{
+	if (!qp || !qp->rq_wrid)
+		return;
+	pthread_mutex_lock(&qp->post_lock);
+	wc->wr_id = qp->rq_wrid[wqe_counter & (qp->rq_depth - 1)];
+	if (qp->rq_ci_host < qp->rq_pi)
+		qp->rq_ci_host++;
+	pthread_mutex_unlock(&qp->post_lock);
+}
+
+static void cqe_decode(struct kinet_cq *cq, const struct kinet_cqe64 *cqe, uint8_t opcode,
+		       struct kinet_wc *wc)
+{
+	const struct kinet_err_cqe *ecqe = (const struct kinet_err_cqe *)cqe;
+	uint32_t opqpn;
+	struct kinet_qp *qp;
+
+	memset(wc, 0, sizeof(*wc));
+	wc->wqe_counter = kinet_be16(cqe->wqe_counter);
+	wc->byte_len = kinet_be32(cqe->byte_cnt);
+	if (opcode == KINET_CQE_REQ_ERR || opcode == KINET_CQE_RESP_ERR) {
+		opqpn = kinet_be32(ecqe->s_wqe_opcode_qpn);
+		wc->status = ecqe->syndrome;
+		wc->vendor_err = ecqe->vendor_err_synd;
+		wc->byte_len = 0;
+	} else {
+		opqpn = kinet_be32(cqe->sop_drop_qpn);
+	}
+	wc->qp_num = opqpn & 0xffffff;
+	/* CQs are attached to QPs of their own context only. */
+	qp = kinet_ctx_find_qp(cq->ctx, wc->qp_num);
+
+	switch (opcode) {
+	case KINET_CQE_REQ:
+	case KINET_CQE_REQ_ERR:
+		wc->opcode = wc_opcode_of_wqe((uint8_t)(opqpn >> 24));
+		wc_requester(qp, wc->wqe_counter, wc);
+		break;
+	case KINET_CQE_RESP_WR_IMM:
+		wc->opcode = KINET_WC_RECV_RDMA_WITH_IMM;
+		wc->wc_flags = KINET_WC_WITH_IMM;
+		wc->imm_data = kinet_be32(cqe->imm_inval_pkey);
+		wc_responder(qp, wc->wqe_counter, wc);
+		break;
+	case KINET_CQE_RESP_SEND_IMM:
+		wc->wc_flags = KINET_WC_WITH_IMM;
+		wc->imm_data = kinet_be32(cqe->imm_inval_pkey);
+		/* fall through */
+	default: /* RESP_SEND, RESP_ERR */
+		wc->opcode = KINET_WC_RECV;
+		wc_responder(qp, wc->wqe_counter, wc);
+		break;
+	}
+}
+
+int kinet_cq_poll(struct kinet_cq *cq, int max, struct kinet_wc *wc)
+{
+	struct kinet_cqe64 *cqe;
+	uint8_t op_own;
+	int n;
+
+	if (!cq)
+		return KINET_EINVAL("cq", "NULL");
+	if (max < 0)
+		return KINET_EINVAL("max", "negative");
+	if (max && !wc)
+		return KINET_EINVAL("wc", "NULL");
+
+	pthread_mutex_lock(&cq->poll_lock);
+	for (n = 0; n < max; n++) {
+		cqe = &cq->ring[cq->ci & (cq->depth - 1)];
+		op_own = __atomic_load_n(&cqe->op_own, __ATOMIC_ACQUIRE);
+		if ((op_own >> 4) == KINET_CQE_INVALID ||
+		    (op_own & 1) != kinet_cqe_sw_owner(cq->ci, cq->log_depth))
+			break;
+		cqe_decode(cq, cqe, op_own >> 4, &wc[n]);
+		cq->ci++;
+	}
+	if (n)
+		__atomic_store_n(&cq->dbrec[KINET_CQ_DBR_CI], kinet_be32((uint32_t)cq->ci & KINET_CQ_CI_MASK),
+				 __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&cq->poll_lock);
+	if (!n && atomic_load(&cq->overrun))
+		return -EOVERFLOW;
+	return n;
+}

@@ -1,0 +1,185 @@
+/*
+ * Export of queue descriptors to device code.  Descriptors live in GPU
+ * memory on a CUDA context and in host memory otherwise (host emulation);
+ * the rings and doorbells they point to stay in host-mapped memory.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Largest inline payload of a one-BB write WQE: ctrl, raddr, 4-byte header. */
+#define DEV_MAX_INLINE (KINET_WQE_BB_SIZE - 16 - 16 - 4)
+
+/* poll_lock serialises exports of a CQ and freezes the host poller's index,
+ * where device polling continues. */
+static int cq_export(struct kinet_cq *cq)
+{
+	struct kinet_ctx *ctx = cq->ctx;
+	struct kinet_dev_cq d, *dev;
+	int ret = 0;
+
+	pthread_mutex_lock(&cq->poll_lock);
+	if (cq->dev)
+		goto out;
+	memset(&d, 0, sizeof(d));
+	d.cqes = kinet_host_dev_ptr(ctx, cq->ring);
+	d.dbrec = kinet_host_dev_ptr(ctx, cq->dbrec);
+	d.log_depth = cq->log_depth;
+	d.mask = cq->depth - 1;
+	d.ci = cq->ci;
+	if (!d.cqes || !d.dbrec) {
+		ret = -EIO;
+		goto out;
+	}
+	dev = kinet_dev_alloc(ctx, sizeof(*dev));
+	if (!dev) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = kinet_dev_copy_in(ctx, dev, &d, sizeof(d));
+	if (ret) {
+		kinet_dev_free(ctx, dev);
+		goto out;
+	}
+	cq->dev = dev;
+out:
+	pthread_mutex_unlock(&cq->poll_lock);
+	return ret;
+}
+
+int kinet_cq_export(struct kinet_cq *cq, struct kinet_dev_cq **dev_cq)
+{
+	int ret;
+
+	if (!cq)
+		return KINET_EINVAL("cq", "NULL");
+	if (!dev_cq)
+		return KINET_EINVAL("dev_cq", "NULL");
+	ret = cq_export(cq);
+	*dev_cq = ret ? NULL : cq->dev;
+	return ret;
+}
+
+/* Device code derives send-queue progress from its CQ, so the CQ must carry
+ * this QP's completions only. */
+static int check_exclusive_cq(struct kinet_qp *qp, struct kinet_cq *cq, const char *which)
+{
+	int users = atomic_load(&cq->users);
+
+	if (users != 1) {
+		KINET_ERR("%s: QP %u: its %s is shared with %d other QP(s); device code tracks progress "
+			  "through the CQ, so an exported QP needs CQs of its own",
+			  "kinet_qp_export", qp->qpn, which, users - 1);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int qp_fill(struct kinet_qp *qp, struct kinet_dev_qp *d)
+{
+	struct kinet_ctx *ctx = qp->ctx;
+	uint8_t *uar_db = (uint8_t *)kinet_host_dev_ptr(ctx, qp->uar);
+
+	memset(d, 0, sizeof(*d));
+	d->sq = kinet_host_dev_ptr(ctx, qp->sq);
+	d->sq_mask = qp->sq_bbs - 1;
+	d->sq_log_depth = qp->sq_log;
+	d->qpn = qp->qpn;
+	d->db_mode = qp->db_mode;
+	d->sharing = qp->attr.sharing;
+	d->max_inline = DEV_MAX_INLINE;
+	d->dbrec = kinet_host_dev_ptr(ctx, qp->dbrec);
+	d->db_cpu_pi = kinet_host_dev_ptr(ctx, (void *)qp->db_cpu);
+	if (uar_db)
+		uar_db += KINET_UAR_DB_OFFSET;
+	d->uar_db = (uint64_t *)(void *)uar_db;
+	d->bf = d->uar_db;
+	d->timeout_ns = (uint64_t)qp->attr.timeout_ms * 1000000ull;
+	if (qp->rq) {
+		d->rq = kinet_host_dev_ptr(ctx, qp->rq);
+		d->rq_mask = qp->rq_depth - 1;
+		d->rq_stride = qp->rq_stride;
+		d->rq_max_sge = qp->attr.max_recv_sge;
+		if (!d->rq)
+			return -EIO;
+	}
+	d->send_cq = qp->attr.send_cq->dev;
+	d->recv_cq = qp->attr.recv_cq ? qp->attr.recv_cq->dev : NULL;
+	d->err = kinet_host_dev_ptr(ctx, ctx->dev_err);
+	/* Work posted from the host before export counts as posted. */
+	d->sq_reserved = d->sq_ready = d->sq_done = qp->sq_pi;
+	d->rq_reserved = d->rq_ready = d->rq_done = qp->rq_pi;
+	if (!d->sq || !d->dbrec || !d->db_cpu_pi || !d->uar_db || !d->err)
+		return -EIO;
+	return 0;
+}
+
+int kinet_qp_export(struct kinet_qp *qp, struct kinet_dev_qp **dev_qp)
+{
+	struct kinet_cq *scq, *rcq;
+	struct kinet_dev_qp d, *dev = NULL;
+	struct kinet_ctx *ctx;
+	int ret;
+
+	if (!qp)
+		return KINET_EINVAL("qp", "NULL");
+	if (!dev_qp)
+		return KINET_EINVAL("dev_qp", "NULL");
+	*dev_qp = NULL;
+	ctx = qp->ctx;
+	scq = qp->attr.send_cq;
+	rcq = qp->attr.recv_cq;
+
+	pthread_mutex_lock(&qp->post_lock);
+	*dev_qp = qp->dev;
+	pthread_mutex_unlock(&qp->post_lock);
+	if (*dev_qp)
+		return 0;
+	ret = check_exclusive_cq(qp, scq, "send CQ");
+	if (ret)
+		return ret;
+	if (rcq == scq) {
+		KINET_ERR("kinet_qp_export: QP %u uses one CQ for sends and receives; an exported QP needs "
+			  "separate send and receive CQs",
+			  qp->qpn);
+		return -EINVAL;
+	}
+	if (rcq) {
+		ret = check_exclusive_cq(qp, rcq, "receive CQ");
+		if (ret)
+			return ret;
+	}
+	/* CQs first, each under its own poll_lock: the host poller takes
+	 * poll_lock then post_lock, so they are never nested the other way. */
+	ret = cq_export(scq);
+	if (!ret && rcq)
+		ret = cq_export(rcq);
+	if (ret)
+		return ret;
+
+	/* post_lock serialises exports of the QP and keeps host posting from
+	 * racing with the snapshot of the producer indices. */
+	pthread_mutex_lock(&qp->post_lock);
+	if (qp->dev)
+		goto out;
+	ret = qp_fill(qp, &d);
+	if (ret)
+		goto out;
+	dev = kinet_dev_alloc(ctx, sizeof(*dev));
+	if (!dev) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = kinet_dev_copy_in(ctx, dev, &d, sizeof(d));
+	if (ret) {
+		kinet_dev_free(ctx, dev);
+		goto out;
+	}
+	qp->dev = dev;
+	qp->exported = true;
+out:
+	*dev_qp = qp->dev;
+	pthread_mutex_unlock(&qp->post_lock);
+	return ret;
+}

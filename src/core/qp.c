@@ -1,0 +1,337 @@
+/*
+ * Queue pairs: queues and doorbells in host memory mapped for the GPU, the
+ * RESET -> INIT -> RTR -> RTS walk, and the receive side used by transports.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+#define QP_MAX_DEPTH 32768
+#define QP_MIN_SQ_BBS 8
+#define QP_MAX_INLINE 512
+#define QP_DESTROY_WAIT_NS (5 * 1000000000ull)
+
+/* KINET_EINVAL naming the public function rather than the helper. */
+#define CREATE_EINVAL(name, why) (KINET_ERR("kinet_qp_create: invalid argument '%s': %s", name, why), -EINVAL)
+
+static const char *const state_names[] = {"RESET", "INIT", "RTR", "RTS", "ERR"};
+
+static const char *state_name(int s)
+{
+	return s >= 0 && s <= KINET_QPS_ERR ? state_names[s] : "?";
+}
+
+static uint32_t pow2_ceil(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+static uint32_t log2_u32(uint32_t v)
+{
+	uint32_t l = 0;
+
+	while ((1u << l) < v)
+		l++;
+	return l;
+}
+
+void kinet_qp_attr_init(struct kinet_qp_attr *attr)
+{
+	if (!attr)
+		return;
+	memset(attr, 0, sizeof(*attr));
+	attr->sq_depth = 256;
+	attr->rq_depth = 256;
+	attr->max_recv_sge = 1;
+	attr->max_inline = 64;
+	attr->db_mode = KINET_DB_AUTO;
+	attr->sharing = KINET_SHARE_EXCLUSIVE;
+	attr->timeout_ms = 5000;
+	attr->rnr_timeout_ms = 1000;
+}
+
+static int qp_check_attr(struct kinet_ctx *ctx, const struct kinet_qp_attr *a)
+{
+	if (!a->send_cq)
+		return CREATE_EINVAL("attr->send_cq", "NULL");
+	if (a->send_cq->ctx != ctx)
+		return CREATE_EINVAL("attr->send_cq", "belongs to another context");
+	if (a->recv_cq && a->recv_cq->ctx != ctx)
+		return CREATE_EINVAL("attr->recv_cq", "belongs to another context");
+	if (!a->sq_depth || a->sq_depth > QP_MAX_DEPTH)
+		return CREATE_EINVAL("attr->sq_depth", "must be 1..32768");
+	if (a->recv_cq) {
+		if (!a->rq_depth || a->rq_depth > QP_MAX_DEPTH)
+			return CREATE_EINVAL("attr->rq_depth", "must be 1..32768");
+		if (!a->max_recv_sge || a->max_recv_sge > KINET_MAX_SGE)
+			return CREATE_EINVAL("attr->max_recv_sge", "must be 1..16");
+	}
+	if (a->max_inline > QP_MAX_INLINE)
+		return CREATE_EINVAL("attr->max_inline", "must be <= 512");
+	if ((unsigned)a->db_mode > KINET_DB_BF)
+		return CREATE_EINVAL("attr->db_mode", "unknown doorbell mode");
+	if ((unsigned)a->sharing > KINET_SHARE_GPU)
+		return CREATE_EINVAL("attr->sharing", "unknown sharing mode");
+	if (!a->timeout_ms)
+		return CREATE_EINVAL("attr->timeout_ms", "must be >= 1");
+	return 0;
+}
+
+static void qp_free(struct kinet_qp *qp)
+{
+	struct kinet_ctx *ctx = qp->ctx;
+
+	kinet_dev_free(ctx, qp->dev);
+	kinet_host_free(ctx, qp->sq);
+	kinet_host_free(ctx, qp->rq);
+	kinet_host_free(ctx, qp->dbrec);
+	kinet_host_free(ctx, (void *)qp->db_cpu);
+	kinet_host_free(ctx, qp->uar);
+	free(qp->sq_wrid);
+	free(qp->sq_nbb);
+	free(qp->rq_wrid);
+	pthread_mutex_destroy(&qp->post_lock);
+	pthread_mutex_destroy(&qp->rq_lock);
+	free(qp);
+}
+
+int kinet_qp_create(struct kinet_ctx *ctx, const struct kinet_qp_attr *attr, struct kinet_qp **out)
+{
+	struct kinet_qp *qp;
+	int ret;
+
+	if (!out)
+		return KINET_EINVAL("qp", "NULL");
+	*out = NULL;
+	if (!ctx)
+		return KINET_EINVAL("ctx", "NULL");
+	if (!attr)
+		return KINET_EINVAL("attr", "NULL");
+	ret = qp_check_attr(ctx, attr);
+	if (ret)
+		return ret;
+
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return -ENOMEM;
+	qp->ctx = ctx;
+	qp->attr = *attr;
+	/* The software NIC gives every QP a UAR page, so the regular doorbell
+	 * always works. */
+	qp->db_mode = attr->db_mode == KINET_DB_AUTO ? KINET_DB_GPU : attr->db_mode;
+	pthread_mutex_init(&qp->post_lock, NULL);
+	pthread_mutex_init(&qp->rq_lock, NULL);
+
+	qp->sq_bbs = pow2_ceil(attr->sq_depth < QP_MIN_SQ_BBS ? QP_MIN_SQ_BBS : attr->sq_depth);
+	qp->sq_log = log2_u32(qp->sq_bbs);
+	qp->sq = kinet_host_alloc(ctx, (size_t)qp->sq_bbs * KINET_WQE_BB_SIZE);
+	qp->sq_wrid = calloc(qp->sq_bbs, sizeof(*qp->sq_wrid));
+	qp->sq_nbb = calloc(qp->sq_bbs, sizeof(*qp->sq_nbb));
+	qp->dbrec = kinet_host_alloc(ctx, 64);
+	qp->db_cpu = kinet_host_alloc(ctx, 64);
+	qp->uar = kinet_host_alloc(ctx, 4096);
+	if (!qp->sq || !qp->sq_wrid || !qp->sq_nbb || !qp->dbrec || !qp->db_cpu || !qp->uar)
+		goto nomem;
+	if (attr->recv_cq) {
+		qp->rq_depth = pow2_ceil(attr->rq_depth);
+		qp->rq_stride = pow2_ceil(attr->max_recv_sge * (uint32_t)sizeof(struct kinet_wqe_data_seg));
+		qp->rq = kinet_host_alloc(ctx, (size_t)qp->rq_depth * qp->rq_stride);
+		qp->rq_wrid = calloc(qp->rq_depth, sizeof(*qp->rq_wrid));
+		if (!qp->rq || !qp->rq_wrid)
+			goto nomem;
+	} else {
+		qp->attr.rq_depth = 0;
+		qp->attr.max_recv_sge = 0;
+	}
+	qp->qpn = kinet_ctx_alloc_qpn(ctx);
+	atomic_store(&qp->state, KINET_QPS_RESET);
+
+	atomic_fetch_add(&attr->send_cq->users, 1);
+	if (attr->recv_cq)
+		atomic_fetch_add(&attr->recv_cq->users, 1);
+	pthread_mutex_lock(&ctx->obj_lock);
+	qp->next_in_ctx = ctx->qps;
+	ctx->qps = qp;
+	pthread_mutex_unlock(&ctx->obj_lock);
+
+	/* The engine looks at it only once it reaches RTS (or ERR). */
+	kinet_engine_add_qp(ctx, qp);
+	KINET_DBG("qp %u: %u BBs, rq %u x %u B, doorbell mode %d", qp->qpn, qp->sq_bbs, qp->rq_depth,
+		  qp->rq_stride, qp->db_mode);
+	*out = qp;
+	return 0;
+nomem:
+	qp_free(qp);
+	return -ENOMEM;
+}
+
+int kinet_qp_destroy(struct kinet_qp *qp)
+{
+	struct kinet_ctx *ctx;
+	struct kinet_qp **p;
+	uint64_t deadline;
+	bool warned = false;
+
+	if (!qp)
+		return KINET_EINVAL("qp", "NULL");
+	ctx = qp->ctx;
+	if (!atomic_load(&ctx->engine_stopped))
+		kinet_engine_remove_qp(ctx, qp);
+	if (qp->transport && qp->transport->disconnect)
+		qp->transport->disconnect(qp);
+
+	pthread_mutex_lock(&ctx->obj_lock);
+	for (p = &ctx->qps; *p; p = &(*p)->next_in_ctx) {
+		if (*p == qp) {
+			*p = qp->next_in_ctx;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ctx->obj_lock);
+	atomic_fetch_sub(&qp->attr.send_cq->users, 1);
+	if (qp->attr.recv_cq)
+		atomic_fetch_sub(&qp->attr.recv_cq->users, 1);
+
+	/* Peers' engines may still be placing data through this QP as their
+	 * target; freeing under them would be a use after free. */
+	deadline = kinet_now_ns() + QP_DESTROY_WAIT_NS;
+	while (atomic_load(&qp->refs) > 0) {
+		struct timespec ts = {0, 1000000};
+
+		if (kinet_now_ns() > deadline) {
+			if (!warned)
+				KINET_WARN("qp %u: still referenced by %d peer operation(s) after 5 s, "
+					   "freeing anyway",
+					   qp->qpn, atomic_load(&qp->refs));
+			warned = true;
+			break;
+		}
+		nanosleep(&ts, NULL);
+	}
+	qp_free(qp);
+	return 0;
+}
+
+int kinet_qp_info(const struct kinet_qp *qp, struct kinet_qp_info *info)
+{
+	if (!qp)
+		return KINET_EINVAL("qp", "NULL");
+	if (!info)
+		return KINET_EINVAL("info", "NULL");
+	memset(info, 0, sizeof(*info));
+	info->qpn = qp->qpn;
+	info->node_id = qp->ctx->node_id;
+	return 0;
+}
+
+static const struct kinet_transport_ops *qp_choose_transport(struct kinet_qp *qp,
+							     const struct kinet_qp_info *remote)
+{
+	if (remote->node_id == qp->ctx->node_id)
+		return &kinet_transport_local;
+	return NULL;
+}
+
+int kinet_qp_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote)
+{
+	const struct kinet_transport_ops *tr;
+	int state, ret;
+
+	if (!qp)
+		return KINET_EINVAL("qp", "NULL");
+	if (!remote)
+		return KINET_EINVAL("remote", "NULL");
+	state = atomic_load(&qp->state);
+	if (state != KINET_QPS_RESET) {
+		KINET_ERR("%s: QP %u is in state %s, not RESET", __func__, qp->qpn, state_name(state));
+		return -EINVAL;
+	}
+	tr = qp_choose_transport(qp, remote);
+	if (!tr) {
+		KINET_ERR("qp %u: peer QP %u lives in another process or host (node %016llx); the "
+			  "same-host (node) and other-host (ofi) transports are not available yet",
+			  qp->qpn, remote->qpn, (unsigned long long)remote->node_id);
+		return -EHOSTUNREACH;
+	}
+
+	atomic_store(&qp->state, KINET_QPS_INIT);
+	qp->remote = *remote;
+	qp->transport = tr;
+	atomic_store(&qp->state, KINET_QPS_RTR);
+	ret = tr->connect ? tr->connect(qp, remote) : 0;
+	if (ret) {
+		KINET_ERR("qp %u: %s transport cannot connect to QP %u: %s", qp->qpn, tr->name, remote->qpn,
+			  kinet_strerror(ret));
+		qp->transport = NULL;
+		memset(&qp->remote, 0, sizeof(qp->remote));
+		atomic_store(&qp->state, KINET_QPS_RESET);
+		return ret;
+	}
+	/* Release: the engine that sees RTS sees the transport and peer too. */
+	atomic_store_explicit(&qp->state, KINET_QPS_RTS, memory_order_release);
+	kinet_engine_kick(qp);
+	KINET_DBG("qp %u: connected to QP %u over %s", qp->qpn, remote->qpn, tr->name);
+	return 0;
+}
+
+void kinet_qp_to_error(struct kinet_qp *qp, const char *why)
+{
+	int old = atomic_exchange(&qp->state, KINET_QPS_ERR);
+
+	if (old != KINET_QPS_ERR)
+		KINET_INFO("qp %u: %s -> ERR: %s", qp->qpn, state_name(old), why);
+}
+
+int kinet_qp_set_error(struct kinet_qp *qp)
+{
+	if (!qp)
+		return KINET_EINVAL("qp", "NULL");
+	kinet_qp_to_error(qp, "set by user");
+	if (!atomic_load(&qp->ctx->engine_stopped))
+		kinet_engine_kick(qp);
+	return 0;
+}
+
+uint32_t kinet_qp_num(const struct kinet_qp *qp)
+{
+	return qp ? qp->qpn : 0;
+}
+
+enum kinet_qp_state kinet_qp_state(const struct kinet_qp *qp)
+{
+	return qp ? (enum kinet_qp_state)atomic_load(&qp->state) : KINET_QPS_ERR;
+}
+
+enum kinet_db_mode kinet_qp_db_mode(const struct kinet_qp *qp)
+{
+	return qp ? qp->db_mode : KINET_DB_AUTO;
+}
+
+/* ---- receive side, for transports (rq_lock held) ---- */
+
+const struct kinet_wqe_data_seg *kinet_qp_rq_peek(struct kinet_qp *qp, uint16_t *index)
+{
+	uint32_t head;
+
+	if (!qp->rq)
+		return NULL;
+	/* Acquire: the receive WQE is read only after the record saying it
+	 * is there. */
+	head = kinet_be32(__atomic_load_n(&qp->dbrec[KINET_DBR_RECV], __ATOMIC_ACQUIRE)) & 0xffff;
+	if (!((head - (uint16_t)qp->rq_ci) & 0xffff))
+		return NULL;
+	*index = (uint16_t)qp->rq_ci;
+	return (const struct kinet_wqe_data_seg *)(qp->rq + (qp->rq_ci & (qp->rq_depth - 1)) * qp->rq_stride);
+}
+
+void kinet_qp_rq_consume(struct kinet_qp *qp)
+{
+	qp->rq_ci++;
+}

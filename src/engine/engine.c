@@ -1,0 +1,255 @@
+/*
+ * Engine threads of the software NIC: each owns a set of QPs and makes
+ * passes over them.  Idle threads back off (spin, yield, short sleeps) so a
+ * small machine running tests stays responsive; a host post wakes the owner
+ * at once, a device doorbell is seen at the next pass.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine.h"
+
+static void engine_sleep(struct kinet_engine_thread *t, uint64_t ns)
+{
+	struct timespec ts;
+	unsigned kicks = atomic_load(&t->kicks);
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += (long)ns;
+	while (ts.tv_nsec >= 1000000000L) {
+		ts.tv_nsec -= 1000000000L;
+		ts.tv_sec++;
+	}
+	pthread_mutex_lock(&t->sleep_lock);
+	atomic_store(&t->sleeping, true);
+	/* A kick between the load of `kicks` and here is caught by the
+	 * comparison, so no wake-up is lost. */
+	if (atomic_load(&t->kicks) == kicks && !atomic_load(&t->engine->stop))
+		pthread_cond_timedwait(&t->sleep_cond, &t->sleep_lock, &ts);
+	atomic_store(&t->sleeping, false);
+	pthread_mutex_unlock(&t->sleep_lock);
+}
+
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield");
+#endif
+}
+
+static void *engine_main(void *arg)
+{
+	struct kinet_engine_thread *t = arg;
+	struct kinet_engine *e = t->engine;
+	uint64_t idle_since = 0, sleep_ns = 20000;
+
+	if (kinet_engine_thread_cuda_init(t))
+		KINET_WARN("engine thread %d: no CUDA stream, GPU memory operations will fail", t->index);
+
+	while (!atomic_load_explicit(&e->stop, memory_order_acquire)) {
+		int work = 0;
+
+		if (atomic_load_explicit(&e->paused, memory_order_acquire)) {
+			engine_sleep(t, 100000);
+			continue;
+		}
+		unsigned kicks = atomic_load(&t->kicks);
+		pthread_mutex_lock(&t->lock);
+		for (int i = 0; i < t->nqps; i++)
+			work += kinet_engine_progress_qp(t, t->qps[i]);
+		pthread_mutex_unlock(&t->lock);
+
+		if (work || atomic_load(&t->kicks) != kicks) {
+			idle_since = 0;
+			sleep_ns = 20000;
+			continue;
+		}
+		uint64_t now = kinet_now_ns();
+		if (!idle_since)
+			idle_since = now;
+		uint64_t idle = now - idle_since;
+		if (idle < e->spin_ns) {
+			for (int i = 0; i < 64; i++)
+				cpu_relax();
+		} else if (idle < e->spin_ns + e->yield_ns) {
+			sched_yield();
+		} else {
+			engine_sleep(t, sleep_ns);
+			if (sleep_ns < e->sleep_max_ns)
+				sleep_ns *= 2;
+			if (sleep_ns > e->sleep_max_ns)
+				sleep_ns = e->sleep_max_ns;
+		}
+	}
+	return NULL;
+}
+
+int kinet_engine_start(struct kinet_ctx *ctx, int nthreads)
+{
+	struct kinet_engine *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return -ENOMEM;
+	e->ctx = ctx;
+	e->nthreads = nthreads;
+	e->spin_ns = (uint64_t)kinet_env_long("KINET_ENGINE_SPIN_US", 200) * 1000;
+	e->yield_ns = (uint64_t)kinet_env_long("KINET_ENGINE_YIELD_US", 5000) * 1000;
+	e->sleep_max_ns = (uint64_t)kinet_env_long("KINET_ENGINE_SLEEP_MAX_US", 200) * 1000;
+	if (e->sleep_max_ns < 20000)
+		e->sleep_max_ns = 20000;
+	e->threads = calloc((size_t)nthreads, sizeof(*e->threads));
+	if (!e->threads) {
+		free(e);
+		return -ENOMEM;
+	}
+	ctx->engine = e;
+	for (int i = 0; i < nthreads; i++) {
+		struct kinet_engine_thread *t = &e->threads[i];
+
+		t->ctx = ctx;
+		t->engine = e;
+		t->index = i;
+		pthread_mutex_init(&t->lock, NULL);
+		pthread_mutex_init(&t->sleep_lock, NULL);
+		pthread_cond_init(&t->sleep_cond, NULL);
+		int rc = pthread_create(&t->tid, NULL, engine_main, t);
+		if (rc) {
+			KINET_ERR("engine: cannot start thread %d: %s", i, strerror(rc));
+			kinet_engine_stop(ctx);
+			return -rc;
+		}
+		t->started = true;
+	}
+	KINET_INFO("engine: %d thread(s) started", nthreads);
+	return 0;
+}
+
+void kinet_engine_stop(struct kinet_ctx *ctx)
+{
+	struct kinet_engine *e = ctx->engine;
+
+	if (!e)
+		return;
+	atomic_store(&e->stop, true);
+	for (int i = 0; i < e->nthreads; i++) {
+		struct kinet_engine_thread *t = &e->threads[i];
+
+		if (!t->started)
+			continue;
+		pthread_mutex_lock(&t->sleep_lock);
+		pthread_cond_broadcast(&t->sleep_cond);
+		pthread_mutex_unlock(&t->sleep_lock);
+		pthread_join(t->tid, NULL);
+	}
+	/* Work still in flight: wait for its copies (they touch user memory
+	 * that is about to be freed), then drop it without completions. */
+	for (int i = 0; i < e->nthreads; i++) {
+		struct kinet_engine_thread *t = &e->threads[i];
+
+		for (int j = 0; j < t->nqps; j++) {
+			t->qps[j]->owner = NULL;
+			kinet_engine_drain_qp(t, t->qps[j]);
+		}
+		kinet_engine_thread_cuda_fini(t);
+		free(t->qps);
+		pthread_mutex_destroy(&t->lock);
+		pthread_mutex_destroy(&t->sleep_lock);
+		pthread_cond_destroy(&t->sleep_cond);
+	}
+	free(e->threads);
+	free(e);
+	ctx->engine = NULL;
+}
+
+void kinet_engine_add_qp(struct kinet_ctx *ctx, struct kinet_qp *qp)
+{
+	struct kinet_engine *e = ctx->engine;
+	unsigned idx = atomic_fetch_add(&e->next_thread, 1) % (unsigned)e->nthreads;
+	struct kinet_engine_thread *t = &e->threads[idx];
+
+	pthread_mutex_lock(&t->lock);
+	if (t->nqps == t->cap) {
+		int cap = t->cap ? t->cap * 2 : 16;
+		struct kinet_qp **qps = realloc(t->qps, (size_t)cap * sizeof(*qps));
+
+		if (!qps) {
+			/* Cannot happen in practice; the QP would never run, so
+			 * say so loudly rather than hang its users. */
+			pthread_mutex_unlock(&t->lock);
+			KINET_ERR("engine: out of memory adding QP %u", qp->qpn);
+			kinet_qp_to_error(qp, "engine out of memory");
+			return;
+		}
+		t->qps = qps;
+		t->cap = cap;
+	}
+	t->qps[t->nqps++] = qp;
+	qp->owner = t;
+	pthread_mutex_unlock(&t->lock);
+}
+
+void kinet_engine_remove_qp(struct kinet_ctx *ctx, struct kinet_qp *qp)
+{
+	struct kinet_engine_thread *t = qp->owner;
+
+	(void)ctx;
+	if (!t)
+		return;
+	/* Taking the lock waits for a pass in progress to end. */
+	pthread_mutex_lock(&t->lock);
+	for (int i = 0; i < t->nqps; i++) {
+		if (t->qps[i] == qp) {
+			t->qps[i] = t->qps[--t->nqps];
+			break;
+		}
+	}
+	kinet_engine_drain_qp(t, qp);
+	qp->owner = NULL;
+	pthread_mutex_unlock(&t->lock);
+}
+
+void kinet_engine_kick(struct kinet_qp *qp)
+{
+	struct kinet_engine_thread *t = qp->owner;
+
+	if (!t)
+		return;
+	atomic_fetch_add(&t->kicks, 1);
+	if (atomic_load(&t->sleeping)) {
+		pthread_mutex_lock(&t->sleep_lock);
+		pthread_cond_signal(&t->sleep_cond);
+		pthread_mutex_unlock(&t->sleep_lock);
+	}
+}
+
+void kinet_engine_pause(struct kinet_ctx *ctx, bool paused)
+{
+	struct kinet_engine *e = ctx->engine;
+
+	if (!e)
+		return;
+	atomic_store_explicit(&e->paused, paused, memory_order_release);
+	if (paused) {
+		/* Return only once no pass is running, so nothing executes
+		 * after the caller is told the engine is paused. */
+		for (int i = 0; i < e->nthreads; i++) {
+			pthread_mutex_lock(&e->threads[i].lock);
+			pthread_mutex_unlock(&e->threads[i].lock);
+		}
+		return;
+	}
+	for (int i = 0; i < e->nthreads; i++) {
+		struct kinet_engine_thread *t = &e->threads[i];
+
+		atomic_fetch_add(&t->kicks, 1);
+		pthread_mutex_lock(&t->sleep_lock);
+		pthread_cond_signal(&t->sleep_cond);
+		pthread_mutex_unlock(&t->sleep_lock);
+	}
+}

@@ -1,0 +1,83 @@
+/*
+ * Software NIC internals: engine threads, their QP sets, in-flight
+ * operations.  Private to src/engine and src/transport.
+ */
+#ifndef KINET_ENGINE_H
+#define KINET_ENGINE_H
+
+#include "internal.h"
+
+/* An operation issued on a copy stream and not yet complete. */
+struct kinet_pending {
+	struct kinet_pending *next;
+	void *event; /* cudaEvent_t recorded after the operation's copies */
+	uint16_t wqe_counter;
+	uint8_t wqe_opcode;
+	bool signaled;
+	uint32_t byte_cnt;
+	struct kinet_qp *resp_qp; /* holds a reference */
+	struct kinet_cq *resp_cq;
+	struct kinet_cqe_desc resp_cqe;
+};
+
+struct kinet_engine_thread {
+	struct kinet_ctx *ctx;
+	struct kinet_engine *engine;
+	int index;
+	pthread_t tid;
+	bool started;
+
+	pthread_mutex_t lock; /* the QP set; held for a whole pass */
+	struct kinet_qp **qps;
+	int nqps;
+	int cap;
+
+	pthread_mutex_t sleep_lock;
+	pthread_cond_t sleep_cond;
+	atomic_bool sleeping;
+	atomic_uint kicks;
+
+	void *stream;	   /* cudaStream_t, NULL without CUDA */
+	void **event_pool; /* idle cudaEvent_t */
+	int nevents;
+	int event_cap;
+	bool stream_has_work; /* copies issued since the last event */
+
+	/* Scratch for inline payloads, which may wrap around the ring. */
+	uint8_t inline_buf[KINET_WQE_MAX_DS * KINET_WQE_DS_SIZE];
+};
+
+struct kinet_engine {
+	struct kinet_ctx *ctx;
+	int nthreads;
+	struct kinet_engine_thread *threads;
+	atomic_uint next_thread;
+	atomic_bool stop;
+	atomic_bool paused;
+	uint64_t spin_ns;  /* busy-poll this long after the last work */
+	uint64_t yield_ns; /* then sched_yield this long */
+	uint64_t sleep_max_ns;
+};
+
+/* doorbell.c: producer index the QP's doorbell currently shows. */
+uint64_t kinet_engine_read_pi(struct kinet_qp *qp);
+
+/* execute.c: one pass over one QP; returns how much work was done. */
+int kinet_engine_progress_qp(struct kinet_engine_thread *thread, struct kinet_qp *qp);
+/* Drops in-flight operations after waiting for their copies (shutdown). */
+void kinet_engine_drain_qp(struct kinet_engine_thread *thread, struct kinet_qp *qp);
+
+/* pending.c */
+int kinet_pending_push(struct kinet_engine_thread *thread, struct kinet_qp *qp, struct kinet_pending *proto);
+/* Completes finished operations at the head of qp's list, in order. */
+int kinet_pending_reap(struct kinet_engine_thread *thread, struct kinet_qp *qp);
+void kinet_pending_drop_all(struct kinet_engine_thread *thread, struct kinet_qp *qp);
+int kinet_engine_thread_cuda_init(struct kinet_engine_thread *thread);
+void kinet_engine_thread_cuda_fini(struct kinet_engine_thread *thread);
+
+/* execute.c: writes a CQE and handles overrun (QP to error). */
+void kinet_engine_complete(struct kinet_qp *qp, struct kinet_cq *cq, const struct kinet_cqe_desc *desc);
+void kinet_engine_qp_fail(struct kinet_qp *qp, uint8_t syndrome, uint8_t vendor, uint8_t wqe_opcode,
+			  uint16_t wqe_counter);
+
+#endif /* KINET_ENGINE_H */

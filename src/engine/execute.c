@@ -1,0 +1,352 @@
+/*
+ * Executing a QP's send queue: decode each WQE, check it the way ConnectX
+ * does, hand it to the transport, write completions, and turn every fault
+ * into an error CQE plus the error state (DESIGN.md §5).  A WQE is read
+ * only inside the slots the doorbell covers, and memory only inside
+ * registered regions, so no WQE can crash the engine or write astray.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "engine.h"
+
+#define PASS_BUDGET 64 /* WQEs per QP per pass, for fairness */
+
+/* 16-byte unit `i` of the WQE starting at BB `start`, wrapping the ring. */
+static const uint8_t *wqe_unit(const struct kinet_qp *qp, uint64_t start, uint32_t i)
+{
+	size_t ring = (size_t)qp->sq_bbs * KINET_WQE_BB_SIZE;
+	size_t off = ((size_t)start * KINET_WQE_BB_SIZE + (size_t)i * KINET_WQE_DS_SIZE) & (ring - 1);
+
+	return qp->sq + off;
+}
+
+void kinet_engine_qp_fail(struct kinet_qp *qp, uint8_t syndrome, uint8_t vendor, uint8_t wqe_opcode,
+			  uint16_t wqe_counter)
+{
+	struct kinet_cqe_desc d = {
+		.cqe_opcode = KINET_CQE_REQ_ERR,
+		.wqe_opcode = wqe_opcode,
+		.syndrome = syndrome,
+		.vendor_syndrome = vendor,
+		.wqe_counter = wqe_counter,
+		.qpn = qp->qpn,
+	};
+
+	KINET_INFO("QP %u: WQE %u (opcode 0x%02x) failed, syndrome 0x%02x", qp->qpn, wqe_counter, wqe_opcode,
+		   syndrome);
+	kinet_ctx_record_error(qp->ctx, -EIO, qp->qpn, syndrome, wqe_opcode, wqe_counter);
+	kinet_qp_to_error(qp, "error completion");
+	kinet_cq_write(qp->attr.send_cq, &d, false);
+}
+
+void kinet_engine_complete(struct kinet_qp *qp, struct kinet_cq *cq, const struct kinet_cqe_desc *desc)
+{
+	if (kinet_cq_write(cq, desc, false) == -EOVERFLOW)
+		kinet_qp_to_error(qp, "completion queue overrun");
+}
+
+/* Resolves the WQE's local data segments (or inline data) into op. */
+static uint8_t decode_local(struct kinet_engine_thread *t, struct kinet_qp *qp, uint64_t start,
+			    uint32_t first, uint32_t ds, unsigned access, bool inline_ok, struct kinet_op *op)
+{
+	op->length = 0;
+	op->nsge = 0;
+	op->inline_data = NULL;
+	if (first >= ds)
+		return 0;
+
+	uint32_t hdr;
+	memcpy(&hdr, wqe_unit(qp, start, first), sizeof(hdr));
+	hdr = kinet_be32(hdr);
+	if (hdr & KINET_INLINE_SEG_FLAG) {
+		uint32_t len = hdr & ~KINET_INLINE_SEG_FLAG;
+		uint32_t room =
+			(ds - first) * KINET_WQE_DS_SIZE - (uint32_t)sizeof(struct kinet_wqe_inline_seg);
+
+		if (!inline_ok || len > room)
+			return KINET_SYND_LOCAL_QP_OP_ERR;
+		/* Copy out unit by unit: the payload may wrap the ring. */
+		for (uint32_t done = 0, u = first; done < len + 4; u++) {
+			uint32_t n = len + 4 - done < KINET_WQE_DS_SIZE ? len + 4 - done : KINET_WQE_DS_SIZE;
+
+			memcpy(t->inline_buf + done, wqe_unit(qp, start, u), n);
+			done += n;
+		}
+		op->inline_data = t->inline_buf + 4;
+		op->length = len;
+		return 0;
+	}
+	if (ds - first > KINET_MAX_SGE)
+		return KINET_SYND_LOCAL_QP_OP_ERR;
+	for (uint32_t u = first; u < ds; u++) {
+		struct kinet_wqe_data_seg seg;
+
+		memcpy(&seg, wqe_unit(qp, start, u), sizeof(seg));
+		uint32_t len = kinet_be32(seg.byte_count);
+		uint32_t lkey = kinet_be32(seg.lkey);
+		uint64_t addr = kinet_be64(seg.addr);
+		int i = op->nsge;
+
+		if (len & KINET_INLINE_SEG_FLAG)
+			return KINET_SYND_LOCAL_QP_OP_ERR;
+		if (kinet_mr_lookup(qp->ctx, lkey, addr, len, access, &op->sge[i]))
+			return KINET_SYND_LOCAL_PROT_ERR;
+		if (op->length + (uint64_t)len > 0x7fffffffu)
+			return KINET_SYND_LOCAL_LENGTH_ERR;
+		op->sge_len[i] = len;
+		op->length += len;
+		op->nsge++;
+	}
+	return 0;
+}
+
+/* Decodes the WQE at qp->sq_ci.  Returns 0 or the syndrome of a malformed
+ * or unauthorised request. */
+static uint8_t decode(struct kinet_engine_thread *t, struct kinet_qp *qp, uint32_t ds, struct kinet_op *op)
+{
+	uint64_t start = qp->sq_ci;
+	struct kinet_wqe_raddr_seg raddr;
+	struct kinet_wqe_atomic_seg atomic;
+
+	switch (op->opcode) {
+	case KINET_WQE_OP_NOP:
+		return 0;
+	case KINET_WQE_OP_RDMA_WRITE:
+	case KINET_WQE_OP_RDMA_WRITE_IMM:
+	case KINET_WQE_OP_RDMA_READ:
+		if (ds < 2)
+			return KINET_SYND_LOCAL_QP_OP_ERR;
+		memcpy(&raddr, wqe_unit(qp, start, 1), sizeof(raddr));
+		op->raddr = kinet_be64(raddr.raddr);
+		op->rkey = kinet_be32(raddr.rkey);
+		if (op->opcode == KINET_WQE_OP_RDMA_READ)
+			return decode_local(t, qp, start, 2, ds, KINET_ACCESS_LOCAL_WRITE, false, op);
+		return decode_local(t, qp, start, 2, ds, 0, true, op);
+	case KINET_WQE_OP_SEND:
+	case KINET_WQE_OP_SEND_IMM:
+		return decode_local(t, qp, start, 1, ds, 0, true, op);
+	case KINET_WQE_OP_ATOMIC_CS:
+	case KINET_WQE_OP_ATOMIC_FA: {
+		if (ds != 4)
+			return KINET_SYND_LOCAL_QP_OP_ERR;
+		memcpy(&raddr, wqe_unit(qp, start, 1), sizeof(raddr));
+		memcpy(&atomic, wqe_unit(qp, start, 2), sizeof(atomic));
+		op->raddr = kinet_be64(raddr.raddr);
+		op->rkey = kinet_be32(raddr.rkey);
+		op->swap_add = kinet_be64(atomic.swap_add);
+		op->compare = kinet_be64(atomic.compare);
+		uint8_t synd = decode_local(t, qp, start, 3, ds, KINET_ACCESS_LOCAL_WRITE, false, op);
+		if (synd)
+			return synd;
+		return op->nsge == 1 && op->length == 8 ? 0 : KINET_SYND_LOCAL_LENGTH_ERR;
+	}
+	default:
+		return KINET_SYND_LOCAL_QP_OP_ERR;
+	}
+}
+
+static void complete_requester(struct kinet_qp *qp, const struct kinet_op *op, uint32_t byte_cnt)
+{
+	if (!(op->fm_ce_se & KINET_WQE_CTRL_CQ_UPDATE))
+		return;
+	struct kinet_cqe_desc d = {
+		.cqe_opcode = KINET_CQE_REQ,
+		.wqe_opcode = op->opcode,
+		.wqe_counter = op->wqe_counter,
+		.qpn = qp->qpn,
+		.byte_cnt = byte_cnt,
+	};
+	kinet_engine_complete(qp, qp->attr.send_cq, &d);
+}
+
+static void complete_responder(struct kinet_exec_result *res)
+{
+	if (!res->resp_qp)
+		return;
+	kinet_engine_complete(res->resp_qp, res->resp_cq, &res->resp_cqe);
+	atomic_fetch_sub(&res->resp_qp->refs, 1);
+	res->resp_qp = NULL;
+}
+
+/* Executes the WQE at sq_ci.  Returns false when the QP must stop for this
+ * pass (waiting on in-flight work, a peer, or it just failed). */
+static bool execute_one(struct kinet_engine_thread *t, struct kinet_qp *qp)
+{
+	const struct kinet_wqe_ctrl_seg *ctrl = (const void *)wqe_unit(qp, qp->sq_ci, 0);
+	uint32_t ds = kinet_wqe_ctrl_ds(ctrl);
+	uint32_t nbb = ds ? kinet_wqe_bbs(ds) : 1;
+	uint64_t posted = qp->sq_seen_pi - qp->sq_ci;
+	struct kinet_op op;
+	struct kinet_exec_result res;
+	uint8_t synd = 0;
+
+	memset(&res, 0, sizeof(res));
+	op.opcode = kinet_wqe_ctrl_opcode(ctrl);
+	op.fm_ce_se = ctrl->fm_ce_se;
+	op.imm_be = ctrl->imm;
+	op.wqe_counter = (uint16_t)qp->sq_ci;
+	op.after_pending = qp->npending > 0;
+
+	/* A fence orders this WQE after earlier reads and atomics; the only
+	 * unfinished earlier work is what is in flight, so wait for it. */
+	if ((op.fm_ce_se & KINET_WQE_CTRL_FENCE_MASK) && qp->npending)
+		return false;
+
+	if (kinet_wqe_ctrl_qpn(ctrl) != qp->qpn || ds == 0 || nbb > posted) {
+		synd = KINET_SYND_LOCAL_QP_OP_ERR;
+		if (nbb > posted)
+			nbb = (uint32_t)posted;
+	}
+	kinet_mr_table_rdlock(qp->ctx);
+	if (!synd)
+		synd = decode(t, qp, ds, &op);
+	if (!synd && op.opcode == KINET_WQE_OP_NOP) {
+		res.status = KINET_EXEC_DONE;
+	} else if (!synd) {
+		qp->transport->execute(t, qp, &op, &res);
+		if (res.status == KINET_EXEC_ERROR)
+			synd = res.syndrome;
+	}
+	kinet_mr_table_unlock(qp->ctx);
+
+	if (synd && qp->npending) {
+		/* Completions stay in order: report the error after the
+		 * operations before it.  Decoding and checking had no side
+		 * effects, so the WQE is simply looked at again later. */
+		complete_responder(&res);
+		return false;
+	}
+	if (synd) {
+		complete_responder(&res);
+		qp->sq_ci += nbb;
+		qp->retry_start_ns = 0;
+		kinet_engine_qp_fail(qp, synd, 0, op.opcode, op.wqe_counter);
+		return false;
+	}
+	switch (res.status) {
+	case KINET_EXEC_BUSY:
+		return false;
+	case KINET_EXEC_RETRY: {
+		uint64_t now = kinet_now_ns();
+		uint64_t limit = res.syndrome == KINET_SYND_RNR_RETRY_EXC_ERR ? qp->attr.rnr_timeout_ms
+									      : qp->attr.timeout_ms;
+		if (!qp->retry_start_ns)
+			qp->retry_start_ns = now;
+		if (now - qp->retry_start_ns < limit * 1000000ull)
+			return false;
+		qp->sq_ci += nbb;
+		qp->retry_start_ns = 0;
+		kinet_engine_qp_fail(
+			qp, res.syndrome,
+			res.syndrome == KINET_SYND_TRANSPORT_RETRY_EXC_ERR ? KINET_VENDOR_SYND_PEER_DEAD : 0,
+			op.opcode, op.wqe_counter);
+		return false;
+	}
+	case KINET_EXEC_PENDING: {
+		struct kinet_pending p = {
+			.wqe_counter = op.wqe_counter,
+			.wqe_opcode = op.opcode,
+			.signaled = (op.fm_ce_se & KINET_WQE_CTRL_CQ_UPDATE) != 0,
+			.byte_cnt = res.byte_cnt,
+			.resp_qp = res.resp_qp,
+			.resp_cq = res.resp_cq,
+			.resp_cqe = res.resp_cqe,
+		};
+		qp->retry_start_ns = 0;
+		qp->sq_ci += nbb;
+		if (kinet_pending_push(t, qp, &p)) {
+			/* Could not track it: wait for the copies right here. */
+			kinet_engine_copy_sync(t);
+			complete_requester(qp, &op, res.byte_cnt);
+			complete_responder(&res);
+		}
+		return true;
+	}
+	default:
+		qp->retry_start_ns = 0;
+		qp->sq_ci += nbb;
+		complete_requester(qp, &op, res.byte_cnt);
+		complete_responder(&res);
+		return true;
+	}
+}
+
+/* Error state: every WQE posted and not executed, and every receive WQE
+ * not consumed, completes with WR_FLUSH_ERR.  Flushes wait for CQ room
+ * rather than overrun it. */
+static int flush(struct kinet_qp *qp)
+{
+	int work = 0;
+
+	while (qp->sq_ci < qp->sq_seen_pi) {
+		const struct kinet_wqe_ctrl_seg *ctrl = (const void *)wqe_unit(qp, qp->sq_ci, 0);
+		uint32_t ds = kinet_wqe_ctrl_ds(ctrl);
+		uint64_t nbb = ds ? kinet_wqe_bbs(ds) : 1;
+		struct kinet_cqe_desc d = {
+			.cqe_opcode = KINET_CQE_REQ_ERR,
+			.wqe_opcode = kinet_wqe_ctrl_opcode(ctrl),
+			.syndrome = KINET_SYND_WR_FLUSH_ERR,
+			.wqe_counter = (uint16_t)qp->sq_ci,
+			.qpn = qp->qpn,
+		};
+
+		if (kinet_cq_write(qp->attr.send_cq, &d, true) == -EAGAIN)
+			break;
+		if (nbb > qp->sq_seen_pi - qp->sq_ci)
+			nbb = qp->sq_seen_pi - qp->sq_ci;
+		qp->sq_ci += nbb;
+		work++;
+	}
+	if (!qp->rq)
+		return work;
+	pthread_mutex_lock(&qp->rq_lock);
+	uint16_t index;
+	while (kinet_qp_rq_peek(qp, &index)) {
+		struct kinet_cqe_desc d = {
+			.cqe_opcode = KINET_CQE_RESP_ERR,
+			.syndrome = KINET_SYND_WR_FLUSH_ERR,
+			.wqe_counter = index,
+			.qpn = qp->qpn,
+		};
+		if (kinet_cq_write(qp->attr.recv_cq, &d, true) == -EAGAIN)
+			break;
+		kinet_qp_rq_consume(qp);
+		work++;
+	}
+	pthread_mutex_unlock(&qp->rq_lock);
+	return work;
+}
+
+int kinet_engine_progress_qp(struct kinet_engine_thread *t, struct kinet_qp *qp)
+{
+	int work = 0;
+	int state = atomic_load_explicit(&qp->state, memory_order_acquire);
+
+	if (qp->npending)
+		work += kinet_pending_reap(t, qp);
+	if (state != KINET_QPS_RTS && state != KINET_QPS_ERR)
+		return work; /* hardware ignores the doorbells of such a QP */
+	kinet_engine_read_pi(qp);
+	if (state == KINET_QPS_ERR) {
+		if (qp->npending)
+			return work;
+		return work + flush(qp);
+	}
+	for (int n = 0; n < PASS_BUDGET && qp->sq_ci < qp->sq_seen_pi; n++) {
+		if (atomic_load_explicit(&qp->state, memory_order_acquire) != KINET_QPS_RTS)
+			break;
+		if (!execute_one(t, qp))
+			break;
+		work++;
+	}
+	return work;
+}
+
+void kinet_engine_drain_qp(struct kinet_engine_thread *t, struct kinet_qp *qp)
+{
+	if (qp->npending) {
+		kinet_engine_copy_sync(t);
+		kinet_pending_drop_all(t, qp);
+	}
+}

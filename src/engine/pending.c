@@ -1,0 +1,246 @@
+/*
+ * Operations on GPU memory go through the CUDA copy engine: the engine
+ * thread issues cudaMemcpyAsync on its own stream and records an event; the
+ * operation completes (CQEs written) once the event has fired.  One stream
+ * per thread keeps a QP's copies in posting order; operations that would
+ * complete synchronously wait until the QP has nothing in flight.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+#ifdef KINET_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+int kinet_engine_thread_cuda_init(struct kinet_engine_thread *t)
+{
+	cudaStream_t stream;
+
+	if (t->ctx->cuda_device < 0)
+		return 0;
+	if (cudaSetDevice(t->ctx->cuda_device) != cudaSuccess ||
+	    cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
+		cudaGetLastError();
+		return -ENODEV;
+	}
+	t->stream = stream;
+	return 0;
+}
+
+void kinet_engine_thread_cuda_fini(struct kinet_engine_thread *t)
+{
+	for (int i = 0; i < t->nevents; i++)
+		cudaEventDestroy((cudaEvent_t)t->event_pool[i]);
+	free(t->event_pool);
+	t->event_pool = NULL;
+	t->nevents = 0;
+	if (t->stream)
+		cudaStreamDestroy((cudaStream_t)t->stream);
+	t->stream = NULL;
+}
+
+int kinet_engine_copy(struct kinet_engine_thread *t, void *dst, enum kinet_mem_type dst_type, const void *src,
+		      enum kinet_mem_type src_type, size_t len)
+{
+	if (dst_type == KINET_MEM_HOST && src_type == KINET_MEM_HOST) {
+		memcpy(dst, src, len);
+		return 0;
+	}
+	if (!t->stream)
+		return -ENODEV;
+	if (!len)
+		return 0;
+	if (cudaMemcpyAsync(dst, src, len, cudaMemcpyDefault, (cudaStream_t)t->stream) != cudaSuccess) {
+		KINET_ERR("engine: cudaMemcpyAsync of %zu bytes failed: %s", len,
+			  cudaGetErrorString(cudaGetLastError()));
+		return -EIO;
+	}
+	t->stream_has_work = true;
+	return 1;
+}
+
+int kinet_engine_copy_sync(struct kinet_engine_thread *t)
+{
+	if (!t->stream)
+		return 0;
+	if (cudaStreamSynchronize((cudaStream_t)t->stream) != cudaSuccess) {
+		cudaGetLastError();
+		return -EIO;
+	}
+	t->stream_has_work = false;
+	return 0;
+}
+
+static void *event_get(struct kinet_engine_thread *t)
+{
+	cudaEvent_t ev;
+
+	if (t->nevents)
+		return t->event_pool[--t->nevents];
+	if (cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) != cudaSuccess) {
+		cudaGetLastError();
+		return NULL;
+	}
+	return ev;
+}
+
+static void event_put(struct kinet_engine_thread *t, void *ev)
+{
+	if (t->nevents == t->event_cap) {
+		int cap = t->event_cap ? t->event_cap * 2 : 64;
+		void **pool = realloc(t->event_pool, (size_t)cap * sizeof(*pool));
+
+		if (!pool) {
+			cudaEventDestroy((cudaEvent_t)ev);
+			return;
+		}
+		t->event_pool = pool;
+		t->event_cap = cap;
+	}
+	t->event_pool[t->nevents++] = ev;
+}
+
+static bool event_done(void *ev)
+{
+	cudaError_t rc = cudaEventQuery((cudaEvent_t)ev);
+
+	if (rc == cudaErrorNotReady)
+		return false;
+	if (rc != cudaSuccess)
+		cudaGetLastError();
+	return true;
+}
+
+static int event_record(struct kinet_engine_thread *t, void *ev)
+{
+	return cudaEventRecord((cudaEvent_t)ev, (cudaStream_t)t->stream) == cudaSuccess ? 0 : -EIO;
+}
+
+#else /* !KINET_HAVE_CUDA */
+
+int kinet_engine_thread_cuda_init(struct kinet_engine_thread *t)
+{
+	(void)t;
+	return 0;
+}
+
+void kinet_engine_thread_cuda_fini(struct kinet_engine_thread *t)
+{
+	(void)t;
+}
+
+int kinet_engine_copy(struct kinet_engine_thread *t, void *dst, enum kinet_mem_type dst_type, const void *src,
+		      enum kinet_mem_type src_type, size_t len)
+{
+	(void)t;
+	if (dst_type != KINET_MEM_HOST || src_type != KINET_MEM_HOST)
+		return -ENODEV;
+	memcpy(dst, src, len);
+	return 0;
+}
+
+int kinet_engine_copy_sync(struct kinet_engine_thread *t)
+{
+	(void)t;
+	return 0;
+}
+
+static void *event_get(struct kinet_engine_thread *t)
+{
+	(void)t;
+	return NULL;
+}
+
+static void event_put(struct kinet_engine_thread *t, void *ev)
+{
+	(void)t;
+	(void)ev;
+}
+
+static bool event_done(void *ev)
+{
+	(void)ev;
+	return true;
+}
+
+static int event_record(struct kinet_engine_thread *t, void *ev)
+{
+	(void)t;
+	(void)ev;
+	return -ENODEV;
+}
+
+#endif
+
+int kinet_pending_push(struct kinet_engine_thread *t, struct kinet_qp *qp, struct kinet_pending *proto)
+{
+	struct kinet_pending *p = malloc(sizeof(*p));
+	void *ev = p ? event_get(t) : NULL;
+
+	if (!ev || event_record(t, ev)) {
+		if (ev)
+			event_put(t, ev);
+		free(p);
+		return -ENOMEM;
+	}
+	*p = *proto;
+	p->event = ev;
+	p->next = NULL;
+	t->stream_has_work = false;
+	if (qp->pending_tail)
+		qp->pending_tail->next = p;
+	else
+		qp->pending_head = p;
+	qp->pending_tail = p;
+	qp->npending++;
+	return 0;
+}
+
+static void pending_pop(struct kinet_engine_thread *t, struct kinet_qp *qp, struct kinet_pending *p)
+{
+	qp->pending_head = p->next;
+	if (!qp->pending_head)
+		qp->pending_tail = NULL;
+	qp->npending--;
+	event_put(t, p->event);
+	free(p);
+}
+
+int kinet_pending_reap(struct kinet_engine_thread *t, struct kinet_qp *qp)
+{
+	int done = 0;
+	struct kinet_pending *p;
+
+	while ((p = qp->pending_head) && event_done(p->event)) {
+		if (p->signaled) {
+			struct kinet_cqe_desc d = {
+				.cqe_opcode = KINET_CQE_REQ,
+				.wqe_opcode = p->wqe_opcode,
+				.wqe_counter = p->wqe_counter,
+				.qpn = qp->qpn,
+				.byte_cnt = p->byte_cnt,
+			};
+			kinet_engine_complete(qp, qp->attr.send_cq, &d);
+		}
+		if (p->resp_qp) {
+			kinet_engine_complete(p->resp_qp, p->resp_cq, &p->resp_cqe);
+			atomic_fetch_sub(&p->resp_qp->refs, 1);
+		}
+		pending_pop(t, qp, p);
+		done++;
+	}
+	return done;
+}
+
+void kinet_pending_drop_all(struct kinet_engine_thread *t, struct kinet_qp *qp)
+{
+	struct kinet_pending *p;
+
+	while ((p = qp->pending_head)) {
+		if (p->resp_qp)
+			atomic_fetch_sub(&p->resp_qp->refs, 1);
+		pending_pop(t, qp, p);
+	}
+}

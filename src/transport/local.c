@@ -1,0 +1,400 @@
+/*
+ * Transport `local`: the target QP lives in this process (any context).
+ * The requester's engine thread acts as the responder too: it checks the
+ * target's keys, places or fetches the data (memcpy for host memory, the
+ * copy engine for GPU memory), consumes the target's receive WQEs and
+ * writes its responder CQEs.
+ *
+ * Targets are found by QP number in a registry of the process's connected
+ * QPs; a lookup takes a reference that destroy waits for, so a target can
+ * vanish between operations but never during one.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct kinet_qp **registry;
+static size_t registry_len, registry_cap;
+
+static int local_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote)
+{
+	(void)remote;
+	pthread_mutex_lock(&registry_lock);
+	if (registry_len == registry_cap) {
+		size_t cap = registry_cap ? registry_cap * 2 : 64;
+		struct kinet_qp **r = realloc(registry, cap * sizeof(*r));
+
+		if (!r) {
+			pthread_mutex_unlock(&registry_lock);
+			return -ENOMEM;
+		}
+		registry = r;
+		registry_cap = cap;
+	}
+	registry[registry_len++] = qp;
+	pthread_mutex_unlock(&registry_lock);
+	return 0;
+}
+
+static void local_disconnect(struct kinet_qp *qp)
+{
+	pthread_mutex_lock(&registry_lock);
+	for (size_t i = 0; i < registry_len; i++) {
+		if (registry[i] == qp) {
+			registry[i] = registry[--registry_len];
+			break;
+		}
+	}
+	if (!registry_len) {
+		free(registry);
+		registry = NULL;
+		registry_cap = 0;
+	}
+	pthread_mutex_unlock(&registry_lock);
+}
+
+/* The connected target, with a reference, or NULL while it is not there. */
+static struct kinet_qp *target_get(const struct kinet_qp *qp)
+{
+	struct kinet_qp *target = NULL;
+
+	pthread_mutex_lock(&registry_lock);
+	for (size_t i = 0; i < registry_len; i++) {
+		struct kinet_qp *q = registry[i];
+
+		if (q->qpn == qp->remote.qpn && q->remote.qpn == qp->qpn) {
+			target = q;
+			atomic_fetch_add(&target->refs, 1);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&registry_lock);
+	return target;
+}
+
+static void target_put(struct kinet_qp *target)
+{
+	atomic_fetch_sub(&target->refs, 1);
+}
+
+/* Copies between a flat buffer (remote side) and the op's local SGEs. */
+static int copy_sges(struct kinet_engine_thread *t, struct kinet_op *op, uint8_t *remote,
+		     enum kinet_mem_type remote_type, bool to_remote)
+{
+	int async = 0;
+	uint64_t off = 0;
+
+	if (op->inline_data)
+		return kinet_engine_copy(t, remote, remote_type, op->inline_data, KINET_MEM_HOST, op->length);
+	for (int i = 0; i < op->nsge; i++) {
+		int rc = to_remote ? kinet_engine_copy(t, remote + off, remote_type, op->sge[i].ptr,
+						       op->sge[i].type, op->sge_len[i])
+				   : kinet_engine_copy(t, op->sge[i].ptr, op->sge[i].type, remote + off,
+						       remote_type, op->sge_len[i]);
+		if (rc < 0)
+			return rc;
+		async |= rc;
+		off += op->sge_len[i];
+	}
+	return async;
+}
+
+/* Would the op's copies complete synchronously (host memory both sides)?
+ * Then it must not overtake operations still in flight. */
+static bool any_sync_copy(const struct kinet_op *op, enum kinet_mem_type remote_type)
+{
+	if (remote_type == KINET_MEM_HOST && op->inline_data)
+		return true;
+	for (int i = 0; i < op->nsge; i++)
+		if (remote_type == KINET_MEM_HOST && op->sge[i].type == KINET_MEM_HOST && op->sge_len[i])
+			return true;
+	return false;
+}
+
+static void fail(struct kinet_exec_result *res, uint8_t syndrome)
+{
+	res->status = KINET_EXEC_ERROR;
+	res->syndrome = syndrome;
+}
+
+static void responder_cqe(struct kinet_exec_result *res, struct kinet_qp *target, uint8_t opcode,
+			  uint16_t index, uint32_t len, uint32_t imm_be, uint8_t syndrome)
+{
+	atomic_fetch_add(&target->refs, 1);
+	res->resp_qp = target;
+	res->resp_cq = target->attr.recv_cq;
+	res->resp_cqe = (struct kinet_cqe_desc){
+		.cqe_opcode = opcode,
+		.syndrome = syndrome,
+		.wqe_counter = index,
+		.qpn = target->qpn,
+		.byte_cnt = len,
+		.imm_be = imm_be,
+	};
+}
+
+static void finish(struct kinet_exec_result *res, int rc)
+{
+	if (rc < 0)
+		fail(res, KINET_SYND_LOCAL_QP_OP_ERR);
+	else
+		res->status = rc ? KINET_EXEC_PENDING : KINET_EXEC_DONE;
+}
+
+static void exec_write(struct kinet_engine_thread *t, struct kinet_op *op, struct kinet_qp *target,
+		       struct kinet_exec_result *res)
+{
+	struct kinet_mr_ref ref;
+	bool imm = op->opcode == KINET_WQE_OP_RDMA_WRITE_IMM;
+	uint16_t index = 0;
+
+	if (kinet_mr_lookup(target->ctx, op->rkey, op->raddr, op->length, KINET_ACCESS_REMOTE_WRITE, &ref))
+		return fail(res, KINET_SYND_REMOTE_ACCESS_ERR);
+	if (op->after_pending && any_sync_copy(op, ref.type)) {
+		res->status = KINET_EXEC_BUSY;
+		return;
+	}
+	if (imm) {
+		if (!target->rq)
+			return fail(res, KINET_SYND_REMOTE_INVAL_REQ_ERR);
+		/* The write and the receive WQE it consumes are one message:
+		 * without a receive, nothing is placed (RNR). */
+		pthread_mutex_lock(&target->rq_lock);
+		if (!kinet_qp_rq_peek(target, &index)) {
+			pthread_mutex_unlock(&target->rq_lock);
+			res->status = KINET_EXEC_RETRY;
+			res->syndrome = KINET_SYND_RNR_RETRY_EXC_ERR;
+			return;
+		}
+		kinet_qp_rq_consume(target);
+		pthread_mutex_unlock(&target->rq_lock);
+	}
+	int rc = copy_sges(t, op, ref.ptr, ref.type, true);
+	if (imm)
+		responder_cqe(res, target, KINET_CQE_RESP_WR_IMM, index, op->length, op->imm_be, 0);
+	finish(res, rc);
+}
+
+static void exec_read(struct kinet_engine_thread *t, struct kinet_op *op, struct kinet_qp *target,
+		      struct kinet_exec_result *res)
+{
+	struct kinet_mr_ref ref;
+
+	if (kinet_mr_lookup(target->ctx, op->rkey, op->raddr, op->length, KINET_ACCESS_REMOTE_READ, &ref))
+		return fail(res, KINET_SYND_REMOTE_ACCESS_ERR);
+	if (op->after_pending && any_sync_copy(op, ref.type)) {
+		res->status = KINET_EXEC_BUSY;
+		return;
+	}
+	res->byte_cnt = op->length;
+	finish(res, copy_sges(t, op, ref.ptr, ref.type, false));
+}
+
+/* Scatters a send into the target's next receive WQE. */
+static void exec_send(struct kinet_engine_thread *t, struct kinet_op *op, struct kinet_qp *target,
+		      struct kinet_exec_result *res)
+{
+	bool imm = op->opcode == KINET_WQE_OP_SEND_IMM;
+	struct kinet_mr_ref dst[KINET_MAX_SGE];
+	uint32_t dst_len[KINET_MAX_SGE];
+	int ndst = 0;
+	uint64_t room = 0;
+	uint16_t index;
+	bool sync = false;
+
+	if (!target->rq)
+		return fail(res, KINET_SYND_REMOTE_INVAL_REQ_ERR);
+	pthread_mutex_lock(&target->rq_lock);
+	const struct kinet_wqe_data_seg *seg = kinet_qp_rq_peek(target, &index);
+	if (!seg) {
+		pthread_mutex_unlock(&target->rq_lock);
+		res->status = KINET_EXEC_RETRY;
+		res->syndrome = KINET_SYND_RNR_RETRY_EXC_ERR;
+		return;
+	}
+	uint8_t resp_synd = 0;
+	for (uint32_t i = 0; i < target->rq_stride / sizeof(*seg) && i < target->attr.max_recv_sge; i++) {
+		struct kinet_wqe_data_seg s;
+
+		memcpy(&s, &seg[i], sizeof(s));
+		uint32_t lkey = kinet_be32(s.lkey);
+		uint32_t len = kinet_be32(s.byte_count);
+		if (lkey == KINET_INVALID_LKEY)
+			break;
+		if (kinet_mr_lookup(target->ctx, lkey, kinet_be64(s.addr), len, KINET_ACCESS_LOCAL_WRITE,
+				    &dst[ndst])) {
+			resp_synd = KINET_SYND_LOCAL_PROT_ERR;
+			break;
+		}
+		dst_len[ndst++] = len;
+		room += len;
+	}
+	if (!resp_synd && room < op->length)
+		resp_synd = KINET_SYND_LOCAL_LENGTH_ERR;
+	for (int i = 0; i < ndst; i++)
+		sync |= dst[i].type == KINET_MEM_HOST && dst_len[i] && any_sync_copy(op, KINET_MEM_HOST);
+	if (!resp_synd && op->after_pending && sync) {
+		pthread_mutex_unlock(&target->rq_lock);
+		res->status = KINET_EXEC_BUSY;
+		return;
+	}
+	kinet_qp_rq_consume(target);
+	pthread_mutex_unlock(&target->rq_lock);
+
+	if (resp_synd) {
+		/* The responder's receive fails and its QP enters the error
+		 * state; the requester learns the request was refused. */
+		responder_cqe(res, target, KINET_CQE_RESP_ERR, index, 0, 0, resp_synd);
+		kinet_engine_complete(target, target->attr.recv_cq, &res->resp_cqe);
+		kinet_qp_to_error(target, "receive failed");
+		atomic_fetch_sub(&target->refs, 1);
+		res->resp_qp = NULL;
+		return fail(res, resp_synd == KINET_SYND_LOCAL_LENGTH_ERR ? KINET_SYND_REMOTE_INVAL_REQ_ERR
+									  : KINET_SYND_REMOTE_OP_ERR);
+	}
+
+	/* Gather from the op, scatter into the receive SGEs, piecewise. */
+	int async = 0, rc = 0;
+	uint64_t src_off = 0;
+	int si = 0;
+	uint64_t si_off = 0;
+	for (int d = 0; d < ndst && src_off < op->length; d++) {
+		uint64_t d_off = 0;
+		while (d_off < dst_len[d] && src_off < op->length) {
+			const uint8_t *src;
+			enum kinet_mem_type stype;
+			uint64_t avail;
+
+			if (op->inline_data) {
+				src = op->inline_data + src_off;
+				stype = KINET_MEM_HOST;
+				avail = op->length - src_off;
+			} else {
+				while (si_off == op->sge_len[si]) {
+					si++;
+					si_off = 0;
+				}
+				src = (const uint8_t *)op->sge[si].ptr + si_off;
+				stype = op->sge[si].type;
+				avail = op->sge_len[si] - si_off;
+			}
+			uint64_t n = dst_len[d] - d_off < avail ? dst_len[d] - d_off : avail;
+			rc = kinet_engine_copy(t, (uint8_t *)dst[d].ptr + d_off, dst[d].type, src, stype, n);
+			if (rc < 0)
+				break;
+			async |= rc;
+			d_off += n;
+			src_off += n;
+			si_off += n;
+		}
+		if (rc < 0)
+			break;
+	}
+	responder_cqe(res, target, imm ? KINET_CQE_RESP_SEND_IMM : KINET_CQE_RESP_SEND, index, op->length,
+		      op->imm_be, 0);
+	finish(res, rc < 0 ? rc : async);
+}
+
+static void exec_atomic(struct kinet_engine_thread *t, struct kinet_op *op, struct kinet_qp *target,
+			struct kinet_exec_result *res)
+{
+	struct kinet_mr_ref ref;
+	uint64_t old;
+
+	if (op->raddr & 7)
+		return fail(res, KINET_SYND_REMOTE_INVAL_REQ_ERR);
+	if (kinet_mr_lookup(target->ctx, op->rkey, op->raddr, 8, KINET_ACCESS_REMOTE_ATOMIC, &ref))
+		return fail(res, KINET_SYND_REMOTE_ACCESS_ERR);
+	/* Atomics complete synchronously: after everything before them. */
+	if (op->after_pending) {
+		res->status = KINET_EXEC_BUSY;
+		return;
+	}
+	if (ref.type == KINET_MEM_HOST) {
+		uint64_t *p = ref.ptr;
+
+		if (op->opcode == KINET_WQE_OP_ATOMIC_FA) {
+			old = __atomic_fetch_add(p, op->swap_add, __ATOMIC_SEQ_CST);
+		} else {
+			old = op->compare;
+			__atomic_compare_exchange_n(p, &old, op->swap_add, false, __ATOMIC_SEQ_CST,
+						    __ATOMIC_SEQ_CST);
+		}
+	} else {
+		/* GPU memory: read-modify-write through the copy engine,
+		 * serialised per target context so kinet atomics on it are
+		 * atomic with respect to each other. */
+		int rc;
+
+		pthread_mutex_lock(&target->ctx->atomic_lock);
+		rc = kinet_engine_copy(t, &old, KINET_MEM_HOST, ref.ptr, ref.type, 8);
+		if (rc >= 0)
+			rc = kinet_engine_copy_sync(t);
+		if (rc >= 0) {
+			uint64_t val = op->opcode == KINET_WQE_OP_ATOMIC_FA ? old + op->swap_add
+				       : old == op->compare		    ? op->swap_add
+									    : old;
+			rc = kinet_engine_copy(t, ref.ptr, ref.type, &val, KINET_MEM_HOST, 8);
+			if (rc >= 0)
+				rc = kinet_engine_copy_sync(t);
+		}
+		pthread_mutex_unlock(&target->ctx->atomic_lock);
+		if (rc < 0)
+			return fail(res, KINET_SYND_REMOTE_OP_ERR);
+	}
+	int rc = kinet_engine_copy(t, op->sge[0].ptr, op->sge[0].type, &old, KINET_MEM_HOST, 8);
+	if (rc > 0)
+		rc = kinet_engine_copy_sync(t);
+	res->byte_cnt = 8;
+	finish(res, rc < 0 ? rc : 0);
+}
+
+static void local_execute(struct kinet_engine_thread *t, struct kinet_qp *qp, struct kinet_op *op,
+			  struct kinet_exec_result *res)
+{
+	struct kinet_qp *target = target_get(qp);
+
+	if (!target || atomic_load(&target->state) != KINET_QPS_RTS) {
+		/* Like a responder that does not answer: retried until the
+		 * QP's timeout, then TRANSPORT_RETRY_EXC. */
+		if (target)
+			target_put(target);
+		res->status = KINET_EXEC_RETRY;
+		res->syndrome = KINET_SYND_TRANSPORT_RETRY_EXC_ERR;
+		return;
+	}
+	if (target->ctx != qp->ctx)
+		kinet_mr_table_rdlock(target->ctx);
+	switch (op->opcode) {
+	case KINET_WQE_OP_RDMA_WRITE:
+	case KINET_WQE_OP_RDMA_WRITE_IMM:
+		exec_write(t, op, target, res);
+		break;
+	case KINET_WQE_OP_RDMA_READ:
+		exec_read(t, op, target, res);
+		break;
+	case KINET_WQE_OP_SEND:
+	case KINET_WQE_OP_SEND_IMM:
+		exec_send(t, op, target, res);
+		break;
+	case KINET_WQE_OP_ATOMIC_CS:
+	case KINET_WQE_OP_ATOMIC_FA:
+		exec_atomic(t, op, target, res);
+		break;
+	default:
+		fail(res, KINET_SYND_LOCAL_QP_OP_ERR);
+	}
+	if (target->ctx != qp->ctx)
+		kinet_mr_table_unlock(target->ctx);
+	target_put(target);
+}
+
+const struct kinet_transport_ops kinet_transport_local = {
+	.name = "local",
+	.connect = local_connect,
+	.disconnect = local_disconnect,
+	.execute = local_execute,
+};
