@@ -108,8 +108,8 @@ void boot_format_ranks(const int *ranks, int n, char *buf, size_t size);
 
 /* ---- object (boot.c) ---- */
 /* Creates the object and runs the handshake; lfd (rank 0) is consumed. */
-int boot_start(int rank, int nranks, int timeout_ms, uint64_t magic, const struct sockaddr_in *sa, int lfd,
-	       struct kinet_boot **boot);
+int boot_start(int rank, int nranks, int timeout_ms, uint64_t magic, const struct sockaddr_in *sa,
+	       const char *root_name, int lfd, struct kinet_boot **boot);
 int boot_default_timeout(void);
 
 /* ---- collectives (coll.c) ---- */

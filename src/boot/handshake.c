@@ -3,9 +3,11 @@
  * job's key, then answers WELCOME to all; the others connect (retrying until
  * the deadline), say HELLO and wait for the answer.
  */
+#define _GNU_SOURCE /* accept4 */
 #include <errno.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,11 +105,12 @@ static int check_hello(struct kinet_boot *b, struct pending *p)
 	return 1;
 }
 
-/* Reads what pending peer p sent.  1: done with it (joined or dropped);
- * 0: needs more; < 0: the job is broken. */
+/* Reads what pending peer p sent.  2: it joined; 1: dropped; 0: needs
+ * more; < 0: the job is broken. */
 static int read_hello(struct kinet_boot *b, struct pending *p)
 {
 	ssize_t n = recv(p->fd, p->buf + p->got, HELLO_FRAME - p->got, 0);
+	int rc;
 
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 		return 0;
@@ -118,7 +121,10 @@ static int read_hello(struct kinet_boot *b, struct pending *p)
 	p->got += (size_t)n;
 	if (p->got < HELLO_FRAME)
 		return 0;
-	return check_hello(b, p) < 0 ? b->broken ? -b->broken : -EINVAL : 1;
+	rc = check_hello(b, p);
+	if (rc < 0)
+		p->fd = -1; /* closed by reject() */
+	return rc < 0 ? rc : rc + 1;
 }
 
 static void accept_all(int lfd, struct pending *pend, int *np, int npmax)
@@ -167,11 +173,8 @@ int boot_root_gather(struct kinet_boot *b, int lfd, uint64_t deadline)
 			if (!pfd[i + 1].revents)
 				continue;
 			rc = read_hello(b, &pend[i]);
-			if (rc == 1 && b->fds[0] == -1 && pend[i].got == HELLO_FRAME) {
-				/* counted below */
-			}
-			if (rc == 1) {
-				joined += pend[i].got == HELLO_FRAME && !b->broken ? 1 : 0;
+			if (rc > 0) {
+				joined += rc == 2;
 				pend[i] = pend[--np];
 				rc = 0;
 			}
@@ -186,8 +189,76 @@ int boot_root_gather(struct kinet_boot *b, int lfd, uint64_t deadline)
 	}
 out:
 	for (int i = 0; i < np; i++)
-		close(pend[i].fd);
+		if (pend[i].fd >= 0)
+			close(pend[i].fd);
 	free(pend);
 	free(pfd);
 	return rc;
+}
+
+static bool retryable(int err)
+{
+	return err == ECONNREFUSED || err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH ||
+	       err == ECONNRESET || err == EAGAIN || err == EINTR;
+}
+
+/* Connects to rank 0, retrying until the deadline. */
+static int connect_root(struct kinet_boot *b, const struct sockaddr_in *sa, uint64_t deadline, int *fd)
+{
+	int backoff_ms = 10, rc;
+
+	for (;;) {
+		rc = boot_connect(sa, deadline, fd);
+		if (rc == 0)
+			return 0;
+		if (!retryable(-rc)) {
+			KINET_ERR("bootstrap: rank %d cannot connect to root %s: %s", b->rank, b->root,
+				  strerror(-rc));
+			return rc;
+		}
+		if (boot_ms_left(deadline) == 0) {
+			KINET_ERR("bootstrap: rank %d could not reach root %s within %d ms (%s)", b->rank,
+				  b->root, b->timeout_ms, strerror(-rc));
+			return -ETIMEDOUT;
+		}
+		int ms = boot_ms_left(deadline);
+		usleep((useconds_t)(ms < backoff_ms ? ms : backoff_ms) * 1000u);
+		backoff_ms = backoff_ms * 2 > 200 ? 200 : backoff_ms * 2;
+	}
+}
+
+int boot_join(struct kinet_boot *b, const struct sockaddr_in *sa, uint64_t deadline)
+{
+	uint8_t hello[BOOT_HELLO_BYTES];
+	struct boot_hdr h;
+	int fd = -1, rc;
+
+	rc = connect_root(b, sa, deadline, &fd);
+	if (rc)
+		return rc;
+	boot_put64(hello, b->magic);
+	boot_put32(hello + 8, (uint32_t)b->rank);
+	boot_put32(hello + 12, (uint32_t)b->nranks);
+	boot_put32(hello + 16, BOOT_VERSION);
+	rc = boot_send_frame(fd, BOOT_OP_HELLO, 0, hello, sizeof(hello), deadline);
+	if (rc == 0)
+		rc = boot_recv_hdr(fd, &h, deadline);
+	if (rc == -ETIMEDOUT)
+		KINET_ERR("bootstrap: rank %d could not reach root %s: it did not complete the handshake "
+			  "within %d ms (rank 0 not started, or still waiting for other ranks)",
+			  b->rank, b->root, b->timeout_ms);
+	else if (rc)
+		KINET_ERR("bootstrap: rank %d: root %s closed the connection during the handshake (%s)",
+			  b->rank, b->root, strerror(-rc));
+	else if (h.op == BOOT_OP_ABORT)
+		rc = boot_recv_abort(fd, h.len, deadline, b->rank, "handshake");
+	else if (h.op != BOOT_OP_WELCOME || h.len != 0)
+		rc = boot_fail(b, EPROTO, "rank %d: root %s answered the handshake with %s", b->rank, b->root,
+			       boot_op_name(h.op));
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	b->fds[0] = fd;
+	return 0;
 }

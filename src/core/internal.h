@@ -193,6 +193,10 @@ struct kinet_ctx {
 	pthread_mutex_t atomic_lock; /* GPU-memory atomics targeting this ctx */
 
 	struct kinet_engine *engine;
+	/* Remote protocol state (node/ofi transports), opened on first use;
+	 * engine thread 0 calls remote_progress on every pass. */
+	void *remote;
+	int (*remote_progress)(struct kinet_ctx *ctx);
 	atomic_bool engine_stopped;	 /* set by kinet_ctx_close once the engine is gone */
 	struct kinet_dev_error *dev_err; /* host pointer, host-mapped */
 	pthread_mutex_t err_lock;
@@ -270,6 +274,10 @@ struct kinet_exec_result {
 	struct kinet_qp *resp_qp;
 	struct kinet_cq *resp_cq;
 	struct kinet_cqe_desc resp_cqe;
+	/* KINET_EXEC_PENDING without copies on the engine stream: the
+	 * transport tracks the operation; op_done(token) reports its end. */
+	uint64_t token;
+	bool tracked_by_transport;
 };
 
 /* Moves len bytes.  Host to host: memcpy, returns 0.  Either side in GPU
@@ -287,6 +295,11 @@ struct kinet_transport_ops {
 	/* Executes op (from qp's send queue) against the peer. */
 	void (*execute)(struct kinet_engine_thread *thread, struct kinet_qp *qp, struct kinet_op *op,
 			struct kinet_exec_result *res);
+	/* For operations the transport tracks (res->tracked_by_transport):
+	 * 1 once complete, with *syndrome 0 or the error, else 0.  Every
+	 * operation completes within the QP's timeout (a dead peer gives
+	 * TRANSPORT_RETRY_EXC), and no data lands after it completed. */
+	int (*op_done)(struct kinet_qp *qp, uint64_t token, uint8_t *syndrome);
 };
 
 extern const struct kinet_transport_ops kinet_transport_local;

@@ -64,6 +64,8 @@ static void *engine_main(void *arg)
 		for (int i = 0; i < t->nqps; i++)
 			work += kinet_engine_progress_qp(t, t->qps[i]);
 		pthread_mutex_unlock(&t->lock);
+		if (t->index == 0 && t->ctx->remote_progress)
+			work += t->ctx->remote_progress(t->ctx);
 
 		if (work || atomic_load(&t->kicks) != kicks) {
 			idle_since = 0;

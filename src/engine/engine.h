@@ -10,7 +10,8 @@
 /* An operation issued on a copy stream and not yet complete. */
 struct kinet_pending {
 	struct kinet_pending *next;
-	void *event; /* cudaEvent_t recorded after the operation's copies */
+	void *event;	/* cudaEvent_t recorded after the operation's copies */
+	uint64_t token; /* event == NULL: the transport tracks it (op_done) */
 	uint16_t wqe_counter;
 	uint8_t wqe_opcode;
 	bool signaled;
@@ -68,7 +69,8 @@ int kinet_engine_progress_qp(struct kinet_engine_thread *thread, struct kinet_qp
 void kinet_engine_drain_qp(struct kinet_engine_thread *thread, struct kinet_qp *qp);
 
 /* pending.c */
-int kinet_pending_push(struct kinet_engine_thread *thread, struct kinet_qp *qp, struct kinet_pending *proto);
+int kinet_pending_push(struct kinet_engine_thread *thread, struct kinet_qp *qp, struct kinet_pending *proto,
+		       bool tracked_by_transport);
 /* Completes finished operations at the head of qp's list, in order. */
 int kinet_pending_reap(struct kinet_engine_thread *thread, struct kinet_qp *qp);
 void kinet_pending_drop_all(struct kinet_engine_thread *thread, struct kinet_qp *qp);

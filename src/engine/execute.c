@@ -6,6 +6,7 @@
  * registered regions, so no WQE can crash the engine or write astray.
  */
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 
 #include "engine.h"
@@ -252,12 +253,25 @@ static bool execute_one(struct kinet_engine_thread *t, struct kinet_qp *qp)
 			.resp_qp = res.resp_qp,
 			.resp_cq = res.resp_cq,
 			.resp_cqe = res.resp_cqe,
+			.token = res.token,
 		};
 		qp->retry_start_ns = 0;
 		qp->sq_ci += nbb;
-		if (kinet_pending_push(t, qp, &p)) {
-			/* Could not track it: wait for the copies right here. */
-			kinet_engine_copy_sync(t);
+		if (kinet_pending_push(t, qp, &p, res.tracked_by_transport)) {
+			/* Could not track it (out of memory): wait for it right
+			 * here; transports bound every operation in time. */
+			uint8_t syndrome = 0;
+
+			if (res.tracked_by_transport)
+				while (!qp->transport->op_done(qp, res.token, &syndrome))
+					sched_yield();
+			else
+				kinet_engine_copy_sync(t);
+			if (syndrome) {
+				kinet_engine_qp_fail(qp, syndrome, 0, op.opcode, op.wqe_counter);
+				complete_responder(&res);
+				return false;
+			}
 			complete_requester(qp, &op, res.byte_cnt);
 			complete_responder(&res);
 		}

@@ -174,21 +174,27 @@ static int event_record(struct kinet_engine_thread *t, void *ev)
 
 #endif
 
-int kinet_pending_push(struct kinet_engine_thread *t, struct kinet_qp *qp, struct kinet_pending *proto)
+int kinet_pending_push(struct kinet_engine_thread *t, struct kinet_qp *qp, struct kinet_pending *proto,
+		       bool tracked_by_transport)
 {
 	struct kinet_pending *p = malloc(sizeof(*p));
-	void *ev = p ? event_get(t) : NULL;
+	void *ev = NULL;
 
-	if (!ev || event_record(t, ev)) {
-		if (ev)
-			event_put(t, ev);
-		free(p);
+	if (!p)
 		return -ENOMEM;
+	if (!tracked_by_transport) {
+		ev = event_get(t);
+		if (!ev || event_record(t, ev)) {
+			if (ev)
+				event_put(t, ev);
+			free(p);
+			return -ENOMEM;
+		}
+		t->stream_has_work = false;
 	}
 	*p = *proto;
 	p->event = ev;
 	p->next = NULL;
-	t->stream_has_work = false;
 	if (qp->pending_tail)
 		qp->pending_tail->next = p;
 	else
@@ -204,7 +210,8 @@ static void pending_pop(struct kinet_engine_thread *t, struct kinet_qp *qp, stru
 	if (!qp->pending_head)
 		qp->pending_tail = NULL;
 	qp->npending--;
-	event_put(t, p->event);
+	if (p->event)
+		event_put(t, p->event);
 	free(p);
 }
 
@@ -213,8 +220,22 @@ int kinet_pending_reap(struct kinet_engine_thread *t, struct kinet_qp *qp)
 	int done = 0;
 	struct kinet_pending *p;
 
-	while ((p = qp->pending_head) && event_done(p->event)) {
-		if (p->signaled) {
+	while ((p = qp->pending_head)) {
+		uint8_t syndrome = 0;
+
+		if (p->event ? !event_done(p->event) : !qp->transport->op_done(qp, p->token, &syndrome))
+			break;
+		if (syndrome || atomic_load(&qp->state) == KINET_QPS_ERR) {
+			/* The first failure is reported with its syndrome;
+			 * what was in flight behind it is flushed. */
+			if (atomic_load(&qp->state) == KINET_QPS_ERR)
+				syndrome = KINET_SYND_WR_FLUSH_ERR;
+			kinet_engine_qp_fail(qp, syndrome,
+					     syndrome == KINET_SYND_TRANSPORT_RETRY_EXC_ERR
+						     ? KINET_VENDOR_SYND_PEER_DEAD
+						     : 0,
+					     p->wqe_opcode, p->wqe_counter);
+		} else if (p->signaled) {
 			struct kinet_cqe_desc d = {
 				.cqe_opcode = KINET_CQE_REQ,
 				.wqe_opcode = p->wqe_opcode,

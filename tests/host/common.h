@@ -30,8 +30,8 @@
 #define KT_GUARD 256
 #define KT_GUARD_BYTE 0xa5
 
-#define KT_ACC_ALL                                                                              \
-	(KINET_ACCESS_LOCAL_WRITE | KINET_ACCESS_REMOTE_WRITE | KINET_ACCESS_REMOTE_READ |      \
+#define KT_ACC_ALL                                                                                           \
+	(KINET_ACCESS_LOCAL_WRITE | KINET_ACCESS_REMOTE_WRITE | KINET_ACCESS_REMOTE_READ |                   \
 	 KINET_ACCESS_REMOTE_ATOMIC)
 
 static inline uint64_t kt_now_ns(void)
@@ -328,8 +328,8 @@ static inline int kt_poll_n(struct kinet_cq *cq, int n, struct kinet_wc *wc, uns
 	while (got < n) {
 		int rc = kinet_cq_poll(cq, n - got, wc + got);
 		if (rc < 0) {
-			fprintf(stderr, "kinet_cq_poll: %d (%s) after %d of %d\n", rc, kinet_strerror(rc), got,
-				n);
+			fprintf(stderr, "kinet_cq_poll: %d (%s) after %d of %d\n", rc, kinet_strerror(rc),
+				got, n);
 			return rc;
 		}
 		if (rc > n - got) {
@@ -389,8 +389,9 @@ static inline bool kt_wait_state(struct kinet_qp *qp, enum kinet_qp_state st, un
 static inline int kt_wc_expect(const struct kinet_wc *wc, uint64_t wr_id, int status)
 {
 	if (wc->wr_id != wr_id || wc->status != status) {
-		fprintf(stderr, "completion: wr_id %" PRIu64 " status 0x%x vendor 0x%x, expected wr_id %" PRIu64
-				" status 0x%x\n",
+		fprintf(stderr,
+			"completion: wr_id %" PRIu64 " status 0x%x vendor 0x%x, expected wr_id %" PRIu64
+			" status 0x%x\n",
 			wc->wr_id, wc->status, wc->vendor_err, wr_id, status);
 		return -1;
 	}
@@ -416,8 +417,8 @@ static inline int kt_smoke(struct kinet_ctx *ctx)
 		goto out_src;
 	kt_fill_pattern(src.p, src.len, 99);
 	struct kinet_sge sge = kt_sge(&src, 0, 4096);
-	struct kinet_send_wr wr = kt_wr(4242, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED, &sge, 1, kt_addr(&dst, 0),
-					kt_rkey(&dst));
+	struct kinet_send_wr wr = kt_wr(4242, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED, &sge, 1,
+					kt_addr(&dst, 0), kt_rkey(&dst));
 	rc = kt_post(p.qp[0], &wr);
 	if (!rc)
 		rc = kt_poll1(p.cq[0], &wc);

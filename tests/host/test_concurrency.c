@@ -12,7 +12,7 @@
 /* Shared target: per-thread write areas and one atomic counter. */
 struct shared {
 	struct kinet_ctx *ctx;
-	struct kt_buf target; /* NTHREADS * 4096 bytes of write areas, counter at the end */
+	struct kt_buf target;  /* NTHREADS * 4096 bytes of write areas, counter at the end */
 	struct kt_buf results; /* NTHREADS * OPS old values of fetch-adds */
 	_Atomic int failures;
 };
@@ -64,8 +64,8 @@ static void *own_qp_worker(void *arg)
 				   kt_addr(&sh->target, (size_t)w->id * 4096 + off), kt_rkey(&sh->target));
 		} else {
 			s = kt_sge(&sh->results, ((size_t)w->id * OPS + (size_t)i) * 8, 8);
-			wr = kt_wr((uint64_t)i, KINET_WR_ATOMIC_FETCH_AND_ADD, sig ? KINET_SEND_SIGNALED : 0, &s, 1,
-				   kt_addr(&sh->target, COUNTER_OFF), kt_rkey(&sh->target));
+			wr = kt_wr((uint64_t)i, KINET_WR_ATOMIC_FETCH_AND_ADD, sig ? KINET_SEND_SIGNALED : 0,
+				   &s, 1, kt_addr(&sh->target, COUNTER_OFF), kt_rkey(&sh->target));
 			wr.compare_add = 1;
 		}
 		if (post_retry(w->p.qp[0], &wr)) {
@@ -113,7 +113,8 @@ static void check_counter(struct shared *sh, int nfa)
 			uint64_t v;
 			memcpy(&v, sh->results.p + ((size_t)t * OPS + (size_t)i) * 8, 8);
 			if (v >= (uint64_t)nfa || seen[v]) {
-				fprintf(stderr, "fetch-add old value %" PRIu64 " out of range or seen twice\n", v);
+				fprintf(stderr,
+					"fetch-add old value %" PRIu64 " out of range or seen twice\n", v);
 				free(seen);
 				KT_CHECK(0);
 			}
@@ -251,8 +252,8 @@ static void shared_qp(int engine_threads)
 		for (int i = 0; i < n; i++) {
 			int t = (int)(wc[i].wr_id >> 32), k = (int)(wc[i].wr_id & 0xffffffffu);
 			if (wc[i].status || t < 0 || t >= NTHREADS || k != next[t]) {
-				fprintf(stderr, "completion wr_id %" PRIx64 " status %x unexpected\n", wc[i].wr_id,
-					wc[i].status);
+				fprintf(stderr, "completion wr_id %" PRIx64 " status %x unexpected\n",
+					wc[i].wr_id, wc[i].status);
 				bad++;
 				continue;
 			}
@@ -314,5 +315,5 @@ KT_TEST(create_destroy_concurrently)
 	kinet_ctx_close(ctx);
 }
 
-KT_MAIN(own_qps_one_engine, own_qps_four_engines, own_qps_two_ctx, shared_qp_one_engine, shared_qp_four_engines,
-	create_destroy_concurrently)
+KT_MAIN(own_qps_one_engine, own_qps_four_engines, own_qps_two_ctx, shared_qp_one_engine,
+	shared_qp_four_engines, create_destroy_concurrently)

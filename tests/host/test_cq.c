@@ -109,8 +109,8 @@ KT_TEST(wrap_mostly_unsignaled)
 	for (int r = 0; r < 2000; r++) {
 		struct kinet_send_wr w[8];
 		for (int i = 0; i < 8; i++)
-			w[i] = kt_wr((uint64_t)(r * 8 + i), KINET_WR_NOP, i == 7 ? KINET_SEND_SIGNALED : 0, NULL, 0,
-				     0, 0);
+			w[i] = kt_wr((uint64_t)(r * 8 + i), KINET_WR_NOP, i == 7 ? KINET_SEND_SIGNALED : 0,
+				     NULL, 0, 0, 0);
 		int bad = -1;
 		KT_OK(kinet_post_send(p.qp[0], w, 8, &bad));
 		KT_OK(kt_poll1(p.cq[0], &wc));

@@ -40,8 +40,8 @@ static void run_mode(enum kinet_db_mode mode, int engine_threads)
 			switch (i % 3) {
 			case 0:
 				s[i] = kt_sge(&loc, off, len);
-				w[i] = kt_wr((uint64_t)i, KINET_WR_RDMA_WRITE, 0, &s[i], 1, kt_addr(&rem, off),
-					     kt_rkey(&rem));
+				w[i] = kt_wr((uint64_t)i, KINET_WR_RDMA_WRITE, 0, &s[i], 1,
+					     kt_addr(&rem, off), kt_rkey(&rem));
 				break;
 			case 1:
 				memcpy(inl[i], loc.p + off, len);
@@ -80,8 +80,8 @@ static void run_mode(enum kinet_db_mode mode, int engine_threads)
 	}
 	/* A read back, and a send with a receive, complete the set. */
 	struct kinet_sge rs = kt_sge(&loc, 40000, 1000);
-	struct kinet_send_wr rw = kt_wr(50, KINET_WR_RDMA_READ, KINET_SEND_SIGNALED, &rs, 1, kt_addr(&rem, 0),
-					kt_rkey(&rem));
+	struct kinet_send_wr rw =
+		kt_wr(50, KINET_WR_RDMA_READ, KINET_SEND_SIGNALED, &rs, 1, kt_addr(&rem, 0), kt_rkey(&rem));
 	KT_OK(kt_post(p.qp[0], &rw));
 	KT_OK(kt_poll1(p.cq[0], wc));
 	KT_OK(kt_wc_expect(wc, 50, 0));

@@ -75,25 +75,26 @@ static void expect_error(struct env *e, struct kinet_send_wr *bad, int synd)
 }
 
 /* Runs one case twice: bad WQE unsignaled, then signaled. */
-#define ERROR_CASE(name, synd, ...)                                                                   \
-	KT_TEST(name)                                                                                   \
-	{                                                                                               \
-		for (int sig = 0; sig < 2; sig++) {                                                     \
-			struct env env;                                                                 \
-			struct env *e = &env;                                                           \
-			env_open(e);                                                                    \
-			KT_CHECK(e->ok);                                                                \
-			unsigned flags = sig ? KINET_SEND_SIGNALED : 0;                                 \
-			struct kinet_send_wr w;                                                         \
-			struct kinet_sge s;                                                             \
-			__VA_ARGS__;                                                                        \
-			w.send_flags |= flags;                                                          \
-			int before = kt_failed_checks;                                                  \
-			expect_error(e, &w, synd);                                                      \
-			if (kt_failed_checks != before)                                                 \
-				fprintf(stderr, "  (case %s, %s)\n", #name, sig ? "signaled" : "unsignaled"); \
-			env_close(e);                                                                   \
-		}                                                                                       \
+#define ERROR_CASE(name, synd, ...)                                                                          \
+	KT_TEST(name)                                                                                        \
+	{                                                                                                    \
+		for (int sig = 0; sig < 2; sig++) {                                                          \
+			struct env env;                                                                      \
+			struct env *e = &env;                                                                \
+			env_open(e);                                                                         \
+			KT_CHECK(e->ok);                                                                     \
+			unsigned flags = sig ? KINET_SEND_SIGNALED : 0;                                      \
+			struct kinet_send_wr w;                                                              \
+			struct kinet_sge s;                                                                  \
+			__VA_ARGS__;                                                                         \
+			w.send_flags |= flags;                                                               \
+			int before = kt_failed_checks;                                                       \
+			expect_error(e, &w, synd);                                                           \
+			if (kt_failed_checks != before)                                                      \
+				fprintf(stderr, "  (case %s, %s)\n", #name,                                  \
+					sig ? "signaled" : "unsignaled");                                    \
+			env_close(e);                                                                        \
+		}                                                                                            \
 	}
 
 #define WR(op, sge, raddr, rkey) (w = kt_wr(5, op, 0, sge, 1, raddr, rkey))
@@ -227,9 +228,10 @@ static void rights_case(unsigned access, enum kinet_wr_opcode op, bool x_is_loca
 			w.compare_add = 1;
 			KT_OK(kt_post(env.p.qp[0], &w));
 		} else {
-			s = kt_sge(&env.loc, 0, op == KINET_WR_RDMA_WRITE || op == KINET_WR_RDMA_READ ? 64 : 8);
-			struct kinet_send_wr w = kt_wr(5, op, sig ? KINET_SEND_SIGNALED : 0, &s, 1, kt_addr(&x, 0),
-						       kt_rkey(&x));
+			s = kt_sge(&env.loc, 0,
+				   op == KINET_WR_RDMA_WRITE || op == KINET_WR_RDMA_READ ? 64 : 8);
+			struct kinet_send_wr w = kt_wr(5, op, sig ? KINET_SEND_SIGNALED : 0, &s, 1,
+						       kt_addr(&x, 0), kt_rkey(&x));
 			w.compare_add = 1;
 			KT_OK(kt_post(env.p.qp[0], &w));
 		}
@@ -305,7 +307,8 @@ KT_TEST(deregistered_keys)
 		}
 		KT_OK(kt_post(env.p.qp[0], &w));
 		KT_OK(kt_poll1(env.p.cq[0], &wc));
-		KT_OK(kt_wc_expect(&wc, 5, remote ? KINET_SYND_REMOTE_ACCESS_ERR : KINET_SYND_LOCAL_PROT_ERR));
+		KT_OK(kt_wc_expect(&wc, 5,
+				   remote ? KINET_SYND_REMOTE_ACCESS_ERR : KINET_SYND_LOCAL_PROT_ERR));
 		KT_CHECK(kt_mem_is(x.p, 0x33, 256));
 		KT_CHECK(kt_buf_guards_ok(&x));
 		kt_buf_free(&x);
@@ -333,7 +336,8 @@ KT_TEST(stale_key_does_not_alias)
 		KT_CHECK(kinet_mr_rkey(mr2[i]) != old);
 	}
 	struct kinet_sge s = kt_sge(&env.loc, 0, 64);
-	struct kinet_send_wr w = kt_wr(5, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED, &s, 1, kt_addr(&x, 0), old);
+	struct kinet_send_wr w =
+		kt_wr(5, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED, &s, 1, kt_addr(&x, 0), old);
 	KT_OK(kt_post(env.p.qp[0], &w));
 	KT_OK(kt_poll1(env.p.cq[0], &wc));
 	KT_OK(kt_wc_expect(&wc, 5, KINET_SYND_REMOTE_ACCESS_ERR));
@@ -402,7 +406,8 @@ KT_TEST(error_is_per_qp)
 	KT_OK(kt_wc_expect(&wc, 1, KINET_SYND_REMOTE_ACCESS_ERR));
 	KT_CHECK_EQ(kinet_qp_state(other.qp[0]), KINET_QPS_RTS);
 	KT_CHECK_EQ(kinet_qp_state(other.qp[1]), KINET_QPS_RTS);
-	w = kt_wr(2, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED, &s, 1, kt_addr(&env.rem, 0), kt_rkey(&env.rem));
+	w = kt_wr(2, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED, &s, 1, kt_addr(&env.rem, 0),
+		  kt_rkey(&env.rem));
 	KT_OK(kt_post(other.qp[0], &w));
 	KT_OK(kt_poll1(other.cq[0], &wc));
 	KT_OK(kt_wc_expect(&wc, 2, 0));
@@ -448,8 +453,10 @@ KT_TEST(set_error_flushes)
 	KT_CHECK_EQ(kinet_qp_state(env.p.qp[0]), KINET_QPS_ERR);
 	struct kinet_sge s = kt_sge(&env.loc, 0, 64);
 	struct kinet_send_wr w[3] = {
-		kt_wr(1, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED, &s, 1, kt_addr(&env.rem, 0), kt_rkey(&env.rem)),
-		kt_wr(2, KINET_WR_RDMA_READ, KINET_SEND_SIGNALED, &s, 1, kt_addr(&env.rem, 0), kt_rkey(&env.rem)),
+		kt_wr(1, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED, &s, 1, kt_addr(&env.rem, 0),
+		      kt_rkey(&env.rem)),
+		kt_wr(2, KINET_WR_RDMA_READ, KINET_SEND_SIGNALED, &s, 1, kt_addr(&env.rem, 0),
+		      kt_rkey(&env.rem)),
 		kt_wr(3, KINET_WR_NOP, KINET_SEND_SIGNALED, NULL, 0, 0, 0),
 	};
 	int bad = -1;

@@ -115,8 +115,8 @@ static void do_write_gather(bool two)
 	KT_CHECK(e.ok);
 	kt_fill_pattern(e.loc.p, 8192, 5);
 	struct kinet_sge sg[3] = {kt_sge(&e.loc, 0, 10), kt_sge(&e.loc, 1000, 1), kt_sge(&e.loc, 4096, 2000)};
-	struct kinet_send_wr wr = kt_wr(7, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED, sg, 3, kt_addr(&e.rem, 64),
-					kt_rkey(&e.rem));
+	struct kinet_send_wr wr = kt_wr(7, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED, sg, 3,
+					kt_addr(&e.rem, 64), kt_rkey(&e.rem));
 	KT_OK(kt_post(e.p.qp[0], &wr));
 	KT_OK(kt_poll1(e.p.cq[0], &wc));
 	KT_OK(kt_wc_expect(&wc, 7, 0));
@@ -147,8 +147,9 @@ static void do_write_inline(bool two)
 		memset(e.rem.p, 0x22, 4096);
 		/* An inline SGE is not checked against the key table. */
 		struct kinet_sge sge = {.addr = (uint64_t)(uintptr_t)src, .length = len, .lkey = 0xdeadbeef};
-		struct kinet_send_wr wr = kt_wr(200 + i, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED | KINET_SEND_INLINE,
-						&sge, 1, kt_addr(&e.rem, 8), kt_rkey(&e.rem));
+		struct kinet_send_wr wr =
+			kt_wr(200 + i, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED | KINET_SEND_INLINE, &sge, 1,
+			      kt_addr(&e.rem, 8), kt_rkey(&e.rem));
 		KT_OK(kinet_ctx_pause(e.c[0]));
 		int rc = kt_post(e.p.qp[0], &wr);
 		memset(src, 0xee, sizeof(src));
@@ -287,7 +288,8 @@ static void do_send_many(bool two)
 	for (int i = 0; i < 16; i++) {
 		e.loc.p[i * 64] = (uint8_t)i;
 		struct kinet_sge sge = kt_sge(&e.loc, (size_t)i * 64, (uint32_t)(i + 1));
-		struct kinet_send_wr wr = kt_wr((uint64_t)i, KINET_WR_SEND, KINET_SEND_SIGNALED, &sge, 1, 0, 0);
+		struct kinet_send_wr wr =
+			kt_wr((uint64_t)i, KINET_WR_SEND, KINET_SEND_SIGNALED, &sge, 1, 0, 0);
 		KT_OK(kt_post(e.p.qp[0], &wr));
 	}
 	KT_CHECK_EQ(kt_poll_n(e.p.cq[0], 16, wc, KT_DEADLINE_MS), 16);
@@ -330,8 +332,8 @@ static void do_read(bool two)
 	/* Scatter a read over two local SGEs. */
 	memset(e.loc.p, 0x11, 8192);
 	struct kinet_sge sg[2] = {kt_sge(&e.loc, 0, 100), kt_sge(&e.loc, 4096, 50)};
-	struct kinet_send_wr wr = kt_wr(399, KINET_WR_RDMA_READ, KINET_SEND_SIGNALED, sg, 2, kt_addr(&e.rem, 10),
-					kt_rkey(&e.rem));
+	struct kinet_send_wr wr = kt_wr(399, KINET_WR_RDMA_READ, KINET_SEND_SIGNALED, sg, 2,
+					kt_addr(&e.rem, 10), kt_rkey(&e.rem));
 	KT_OK(kt_post(e.p.qp[0], &wr));
 	KT_OK(kt_poll1(e.p.cq[0], &wc));
 	KT_OK(kt_wc_expect(&wc, 399, 0));
@@ -413,16 +415,16 @@ static void do_atomics(bool two)
 	env_close(&e);
 }
 
-#define BOTH(name, call)                                                                                \
-	KT_TEST(name##_one_ctx)                                                                         \
-	{                                                                                               \
-		bool two = false;                                                                       \
-		call;                                                                                   \
-	}                                                                                               \
-	KT_TEST(name##_two_ctx)                                                                         \
-	{                                                                                               \
-		bool two = true;                                                                        \
-		call;                                                                                   \
+#define BOTH(name, call)                                                                                     \
+	KT_TEST(name##_one_ctx)                                                                              \
+	{                                                                                                    \
+		bool two = false;                                                                            \
+		call;                                                                                        \
+	}                                                                                                    \
+	KT_TEST(name##_two_ctx)                                                                              \
+	{                                                                                                    \
+		bool two = true;                                                                             \
+		call;                                                                                        \
 	}
 
 BOTH(nop, do_nop(two))

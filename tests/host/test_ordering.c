@@ -131,8 +131,8 @@ KT_TEST(completion_order)
 				     kt_addr(&e.rem, 0), kt_rkey(&e.rem));
 			break;
 		case 1:
-			w[i] = kt_wr((uint64_t)i, KINET_WR_RDMA_READ, KINET_SEND_SIGNALED, &s, 1, kt_addr(&e.rem, 0),
-				     kt_rkey(&e.rem));
+			w[i] = kt_wr((uint64_t)i, KINET_WR_RDMA_READ, KINET_SEND_SIGNALED, &s, 1,
+				     kt_addr(&e.rem, 0), kt_rkey(&e.rem));
 			break;
 		case 2:
 			w[i] = kt_wr((uint64_t)i, KINET_WR_ATOMIC_FETCH_AND_ADD, KINET_SEND_SIGNALED, &s8, 1,

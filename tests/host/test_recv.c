@@ -43,7 +43,8 @@ static void rnr_exceeded(enum kinet_wr_opcode op)
 	env_open(&e, 50);
 	KT_CHECK(e.ok);
 	struct kinet_sge s = kt_sge(&e.loc, 0, 32);
-	struct kinet_send_wr w = kt_wr(5, op, KINET_SEND_SIGNALED, &s, 1, kt_addr(&e.rem, 0), kt_rkey(&e.rem));
+	struct kinet_send_wr w =
+		kt_wr(5, op, KINET_SEND_SIGNALED, &s, 1, kt_addr(&e.rem, 0), kt_rkey(&e.rem));
 	struct kinet_send_wr w2 = kt_wr(6, KINET_WR_NOP, KINET_SEND_SIGNALED, NULL, 0, 0, 0);
 	uint64_t t0 = kt_now_ms();
 	KT_OK(kt_post(e.p.qp[0], &w));

@@ -19,7 +19,8 @@ static void load(struct kt_pair *p, struct kt_buf *src, struct kt_buf *dst, int 
 	/* No receives: these sit in RNR retry. */
 	for (int i = 0; i < nsends; i++) {
 		struct kinet_sge s = kt_sge(src, 0, 64);
-		struct kinet_send_wr w = kt_wr(1000 + (uint64_t)i, KINET_WR_SEND, KINET_SEND_SIGNALED, &s, 1, 0, 0);
+		struct kinet_send_wr w =
+			kt_wr(1000 + (uint64_t)i, KINET_WR_SEND, KINET_SEND_SIGNALED, &s, 1, 0, 0);
 		if (kt_post(p->qp[1], &w))
 			break;
 	}

@@ -132,7 +132,7 @@ KT_TEST(well_formed)
 	KT_OK(kt_wc_expect(&wc, 4, 0));
 	for (int i = 0; i < 60; i++)
 		KT_CHECK_EQ(e.rem.p[i], i + 1);
-	KT_CHECK(kt_mem_is(e.rem.p + 60, 0x22, LEN - 60));
+	KT_CHECK(kt_mem_is(e.rem.p + 64, 0x22, LEN - 64));
 
 	/* Without CQ_UPDATE: no completion. */
 	build_nop(&e, &w, 0);
@@ -143,8 +143,9 @@ KT_TEST(well_formed)
 }
 
 /*
- * Posts w (nbb BBs, no CQ_UPDATE) and a signaled NOP; expects the error CQE
- * (synd, or alt when alt != 0), a flush, the QP in error, nothing written.
+ * Posts w (nbb BBs, no CQ_UPDATE), expects its error CQE
+ * (synd, or alt when alt != 0), then a signaled NOP flushed, the QP in
+ * error, nothing written.
  * A post refused up front with -EINVAL is accepted when einval_ok.
  */
 static void expect_bad(struct env *e, union wqe *w, uint32_t nbb, int synd, int alt, bool einval_ok)
@@ -159,14 +160,16 @@ static void expect_bad(struct env *e, union wqe *w, uint32_t nbb, int synd, int 
 		return;
 	}
 	KT_OK(rc);
-	build_nop(e, &nop, KINET_WQE_CTRL_CQ_UPDATE);
-	KT_OK(kinet_post_wqe(e->p.qp[0], &nop, 1, 67));
+	/* The error first, so the engine never takes the follower for part of
+	 * the bad WQE. */
 	KT_OK(kt_poll1(e->p.cq[0], &wc));
 	if (alt && wc.status == alt)
 		wc.status = synd;
 	KT_OK(kt_wc_expect(&wc, 66, synd));
 	KT_CHECK_EQ(wc.wqe_counter, 0);
 	KT_CHECK_EQ(wc.qp_num, e->qpn);
+	build_nop(e, &nop, KINET_WQE_CTRL_CQ_UPDATE);
+	KT_OK(kinet_post_wqe(e->p.qp[0], &nop, 1, 67));
 	KT_OK(kt_poll1(e->p.cq[0], &wc));
 	KT_OK(kt_wc_expect(&wc, 67, KINET_SYND_WR_FLUSH_ERR));
 	KT_CHECK_EQ(kinet_qp_state(e->p.qp[0]), KINET_QPS_ERR);
@@ -177,15 +180,15 @@ static void expect_bad(struct env *e, union wqe *w, uint32_t nbb, int synd, int 
 	KT_OK(kt_smoke(e->ctx));
 }
 
-#define BAD_CASE(name, ...)                                 \
-	KT_TEST(name)                                       \
-	{                                                   \
-		struct env env, *e = &env;                  \
-		union wqe w;                                \
-		env_open(e);                                \
-		KT_CHECK(e->ok);                            \
-		__VA_ARGS__;                                \
-		env_close(e);                               \
+#define BAD_CASE(name, ...)                                                                                  \
+	KT_TEST(name)                                                                                        \
+	{                                                                                                    \
+		struct env env, *e = &env;                                                                   \
+		union wqe w;                                                                                 \
+		env_open(e);                                                                                 \
+		KT_CHECK(e->ok);                                                                             \
+		__VA_ARGS__;                                                                                 \
+		env_close(e);                                                                                \
 	}
 
 BAD_CASE(unknown_opcodes, {
