@@ -36,7 +36,7 @@
 #define DRAIN_GRACE_MS 500 /* output of leftover grandchildren after all ranks exited */
 
 struct stream {
-	int fd; /* read end, -1 once closed */
+	int fd;	 /* read end, -1 once closed */
 	int out; /* 1 or 2 */
 	char *buf;
 	size_t len;
@@ -54,10 +54,11 @@ static int sig_pipe[2] = {-1, -1};
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: kinetrun -n N [--timeout SECONDS] [--] command [args...]\n"
-		   "  -n N                number of ranks to start (1..%d)\n"
-		   "  --timeout SECONDS   kill every rank after SECONDS (exit status 124)\n"
-		   "  -h, --help          this text\n",
+	fprintf(f,
+		"usage: kinetrun -n N [--timeout SECONDS] [--] command [args...]\n"
+		"  -n N                number of ranks to start (1..%d)\n"
+		"  --timeout SECONDS   kill every rank after SECONDS (exit status 124)\n"
+		"  -h, --help          this text\n",
 		MAX_RANKS);
 }
 
@@ -255,11 +256,11 @@ static void signal_all(int sig)
 
 /* The state of the run, and what decides the exit status. */
 struct run {
-	int status;          /* first failure's exit status, 0 if none */
-	bool stopping;       /* ranks were told to stop */
+	int status;    /* first failure's exit status, 0 if none */
+	bool stopping; /* ranks were told to stop */
 	bool timed_out;
-	int interrupted;     /* signal passed on, 0 if none */
-	uint64_t kill_at;    /* SIGKILL time, 0 if none */
+	int interrupted;  /* signal passed on, 0 if none */
+	uint64_t kill_at; /* SIGKILL time, 0 if none */
 	int alive;
 };
 
@@ -292,11 +293,12 @@ static void reap(struct run *run)
 		if (run->interrupted)
 			continue; /* the signal the user sent */
 		if (WIFSIGNALED(st))
-			fprintf(stderr, "kinetrun: rank %d (pid %d) was killed by signal %d (%s)%s\n", r, (int)pid,
-				WTERMSIG(st), strsignal(WTERMSIG(st)), run->alive ? "; stopping the other ranks" : "");
-		else
-			fprintf(stderr, "kinetrun: rank %d (pid %d) exited with status %d%s\n", r, (int)pid, code,
+			fprintf(stderr, "kinetrun: rank %d (pid %d) was killed by signal %d (%s)%s\n", r,
+				(int)pid, WTERMSIG(st), strsignal(WTERMSIG(st)),
 				run->alive ? "; stopping the other ranks" : "");
+		else
+			fprintf(stderr, "kinetrun: rank %d (pid %d) exited with status %d%s\n", r, (int)pid,
+				code, run->alive ? "; stopping the other ranks" : "");
 		if (run->alive && !run->stopping)
 			stop_all(run, SIGTERM);
 	}

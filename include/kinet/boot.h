@@ -35,7 +35,7 @@ extern "C" {
 struct kinet_boot;
 
 struct kinet_boot_attr {
-	int timeout_ms;   /* bound of every blocking step; 0: $KINET_BOOT_TIMEOUT_MS or 30000 */
+	int timeout_ms;	  /* bound of every blocking step; 0: $KINET_BOOT_TIMEOUT_MS or 30000 */
 	const char *root; /* "host:port" of rank 0; NULL: $KINET_ROOT */
 };
 
@@ -54,9 +54,9 @@ void kinet_boot_attr_init(struct kinet_boot_attr *attr);
  *   PMI_RANK, PMI_SIZE                              (MPICH/Hydra, PMI)
  *   SLURM_PROCID, SLURM_NTASKS                      (srun)
  * With more than one rank, attr->root or $KINET_ROOT must give the
- * "host:port" (IPv4 address or name) where rank 0 listens: rank 0 binds
- * that port (the address when it is local, else any), the others connect,
- * retrying until the timeout.  Returns when every rank has joined.
+ * "host:port" (IPv4 address or name) where rank 0 listens: rank 0 listens
+ * on that port of every interface, the others connect to host, retrying
+ * until the timeout.  Returns when every rank has joined.
  *
  * Errors:
  *   -EINVAL      a bad argument, a malformed or inconsistent variable, a

@@ -18,11 +18,11 @@
 #ifndef KINET_DEVICE_CUH
 #define KINET_DEVICE_CUH
 
+#include "kinet/device/launch.h"
+#include "kinet/device/ops.cuh"
 #include "kinet/device/platform.cuh"
+#include "kinet/device/queue.cuh"
 #include "kinet/device/types.h"
 #include "kinet/device/wqe.cuh"
-#include "kinet/device/queue.cuh"
-#include "kinet/device/ops.cuh"
-#include "kinet/device/launch.h"
 
 #endif /* KINET_DEVICE_CUH */

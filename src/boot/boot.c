@@ -21,7 +21,8 @@ int boot_default_timeout(void)
 	long ms = kinet_env_long("KINET_BOOT_TIMEOUT_MS", BOOT_DEFAULT_TIMEOUT_MS);
 
 	if (ms <= 0 || ms > 24l * 3600 * 1000) {
-		KINET_WARN("KINET_BOOT_TIMEOUT_MS=%ld is out of range, using %d", ms, BOOT_DEFAULT_TIMEOUT_MS);
+		KINET_WARN("KINET_BOOT_TIMEOUT_MS=%ld is out of range, using %d", ms,
+			   BOOT_DEFAULT_TIMEOUT_MS);
 		ms = BOOT_DEFAULT_TIMEOUT_MS;
 	}
 	return (int)ms;
@@ -65,8 +66,14 @@ int boot_start(int rank, int nranks, int timeout_ms, uint64_t magic, const struc
 	if (nranks > 1) {
 		uint64_t deadline = boot_deadline(timeout_ms);
 
-		if (rank == 0 && lfd < 0)
-			rc = boot_listen(sa, nranks < 4096 ? nranks : 4096, &lfd);
+		if (rank == 0 && lfd < 0) {
+			/* Every interface: the root's name may resolve to a
+			 * loopback alias on its own host (127.0.1.1). */
+			struct sockaddr_in any = *sa;
+
+			any.sin_addr.s_addr = htonl(INADDR_ANY);
+			rc = boot_listen(&any, nranks < 4096 ? nranks : 4096, &lfd);
+		}
 		if (rc == 0)
 			rc = rank == 0 ? boot_root_gather(b, lfd, deadline) : boot_join(b, sa, deadline);
 	}
@@ -145,7 +152,8 @@ int kinet_boot_init_with_id(const struct kinet_boot_id *id, int rank, int nranks
 	if (rank == 0) {
 		lfd = boot_id_take_listener(info.magic);
 		if (lfd < 0)
-			return KINET_EINVAL("rank", "rank 0 must be the process that made the id, and use it once");
+			return KINET_EINVAL("rank",
+					    "rank 0 must be the process that made the id, and use it once");
 	}
 	return boot_start(rank, nranks, boot_default_timeout(), info.magic, &info.sa, NULL, lfd, boot);
 }

@@ -44,10 +44,10 @@ struct kinet_boot {
 	int nranks;
 	int timeout_ms;
 	uint64_t magic;
-	uint32_t seq;    /* collectives started */
-	int broken;      /* errno that broke the star, 0 while sound */
-	int *fds;        /* rank 0: fds[i] talks to rank i; others: fds[0] to rank 0 */
-	char root[80];   /* rank 0's "host:port", for messages */
+	uint32_t seq;  /* collectives started */
+	int broken;    /* errno that broke the star, 0 while sound */
+	int *fds;      /* rank 0: fds[i] talks to rank i; others: fds[0] to rank 0 */
+	char root[80]; /* rank 0's "host:port", for messages */
 };
 
 /* ---- big-endian fields (wire.c) ---- */
@@ -72,7 +72,7 @@ void boot_addr_str(const struct sockaddr_in *sa, char *buf, size_t size);
 int boot_local_addr(struct in_addr *addr);
 
 /* ---- sockets (sock.c); all sockets are non-blocking ---- */
-/* Listens on sa; a non-local address falls back to INADDR_ANY. */
+/* Listens on sa (SO_REUSEADDR); logs failures. */
 int boot_listen(const struct sockaddr_in *sa, int backlog, int *fd);
 /* One connection attempt, bounded by deadline. */
 int boot_connect(const struct sockaddr_in *sa, uint64_t deadline, int *fd);

@@ -87,8 +87,9 @@ static int gather_step(struct kinet_boot *b, int i, struct gather *g, uint32_t o
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 		return 0;
 	if (n <= 0)
-		return boot_fail(b, ECONNRESET, "rank %d closed its connection during %s #%u (it exited or failed)",
-				 i, boot_op_name(op), b->seq);
+		return boot_fail(b, ECONNRESET,
+				 "rank %d closed its connection during %s #%u (it exited or failed)", i,
+				 boot_op_name(op), b->seq);
 	g->got += (size_t)n;
 	if (g->got == BOOT_HDR_BYTES) {
 		boot_hdr_decode(g->hdr, &h);
@@ -111,13 +112,14 @@ static int gather_timeout(struct kinet_boot *b, uint32_t op, const struct gather
 			late[n++] = i;
 	boot_format_ranks(late, n, list, sizeof(list));
 	free(late);
-	return boot_fail(b, ETIMEDOUT, "%s #%u: rank(s) %s did not arrive within %d ms", boot_op_name(op), b->seq,
-			 list, b->timeout_ms);
+	return boot_fail(b, ETIMEDOUT, "%s #%u: rank(s) %s did not arrive within %d ms", boot_op_name(op),
+			 b->seq, list, b->timeout_ms);
 }
 
 /* Rank 0: receives len bytes from every rank (only < 0) or from rank only,
  * rank i's at dst + i * len (only < 0) or at dst. */
-static int root_gather(struct kinet_boot *b, uint32_t op, uint8_t *dst, size_t len, int only, uint64_t deadline)
+static int root_gather(struct kinet_boot *b, uint32_t op, uint8_t *dst, size_t len, int only,
+		       uint64_t deadline)
 {
 	struct gather *g = calloc((size_t)b->nranks, sizeof(*g));
 	struct pollfd *pfd = calloc((size_t)b->nranks, sizeof(*pfd));
@@ -168,10 +170,30 @@ out:
 	return rc;
 }
 
-static int send_to(struct kinet_boot *b, int peer, uint32_t op, const void *buf, size_t len, uint64_t deadline)
+/* Not rank 0, after a failed send: rank 0 may have said why it gave up. */
+static int pending_abort(struct kinet_boot *b, uint32_t op)
+{
+	uint64_t deadline = boot_deadline(100);
+	struct boot_hdr h;
+
+	if (b->rank == 0 || boot_recv_hdr(b->fds[0], &h, deadline) != 0 || h.op != BOOT_OP_ABORT)
+		return 0;
+	return boot_recv_abort(b->fds[0], h.len, deadline, b->rank, boot_op_name(op));
+}
+
+static int send_to(struct kinet_boot *b, int peer, uint32_t op, const void *buf, size_t len,
+		   uint64_t deadline)
 {
 	int rc = boot_send_frame(b->fds[peer], op, b->seq, buf, len, deadline);
 
+	if (rc && rc != -ETIMEDOUT) {
+		int why = pending_abort(b, op);
+
+		if (why) {
+			mark_broken(b, -why, NULL);
+			return why;
+		}
+	}
 	if (rc == -ETIMEDOUT)
 		return boot_fail(b, ETIMEDOUT, "rank %d: %s #%u: rank %d did not take the data within %d ms",
 				 b->rank, boot_op_name(op), b->seq, peer, b->timeout_ms);

@@ -36,7 +36,8 @@ void boot_format_ranks(const int *ranks, int n, char *buf, size_t size)
 		while (j + 1 < n && ranks[j + 1] == ranks[j] + 1)
 			j++;
 		if (j > i)
-			off += (size_t)snprintf(buf + off, size - off, "%s%d-%d", i ? ", " : "", ranks[i], ranks[j]);
+			off += (size_t)snprintf(buf + off, size - off, "%s%d-%d", i ? ", " : "", ranks[i],
+						ranks[j]);
 		else
 			off += (size_t)snprintf(buf + off, size - off, "%s%d", i ? ", " : "", ranks[i]);
 		i = j;
@@ -94,7 +95,8 @@ static int check_hello(struct kinet_boot *b, struct pending *p)
 		return reject(b, p->fd, EPROTO, text);
 	}
 	if (nranks != (uint32_t)b->nranks || rank == 0 || rank >= nranks) {
-		snprintf(text, sizeof(text), "rank %u of %u joined a job of %d ranks", rank, nranks, b->nranks);
+		snprintf(text, sizeof(text), "rank %u of %u joined a job of %d ranks", rank, nranks,
+			 b->nranks);
 		return reject(b, p->fd, EINVAL, text);
 	}
 	if (b->fds[rank] >= 0) {

@@ -73,8 +73,11 @@ int kinet_boot_get_unique_id(struct kinet_boot_id *id)
 
 int boot_id_decode(const struct kinet_boot_id *id, struct boot_id_info *info)
 {
-	if (memcmp(id->internal, id_tag, sizeof(id_tag)) != 0)
-		return KINET_EINVAL("id", "not made by kinet_boot_get_unique_id()");
+	if (memcmp(id->internal, id_tag, sizeof(id_tag)) != 0) {
+		KINET_ERR("kinet_boot_init_with_id: invalid argument 'id': not made by "
+			  "kinet_boot_get_unique_id()");
+		return -EINVAL;
+	}
 	memset(&info->sa, 0, sizeof(info->sa));
 	info->sa.sin_family = AF_INET;
 	memcpy(&info->sa.sin_addr.s_addr, id->internal + 4, 4);

@@ -42,7 +42,8 @@ int boot_env_rank(int *rank, int *nranks, const char **source)
 			continue;
 		*source = launchers[i].source;
 		if (!r || !s) {
-			KINET_ERR("bootstrap: %s is set but %s is not", r ? launchers[i].rank : launchers[i].size,
+			KINET_ERR("bootstrap: %s is set but %s is not",
+				  r ? launchers[i].rank : launchers[i].size,
 				  r ? launchers[i].size : launchers[i].rank);
 			return -EINVAL;
 		}

@@ -26,7 +26,6 @@ static int new_socket(void)
 
 int boot_listen(const struct sockaddr_in *sa, int backlog, int *fd)
 {
-	struct sockaddr_in any = *sa;
 	char name[64];
 	int one = 1, s, rc;
 
@@ -35,11 +34,6 @@ int boot_listen(const struct sockaddr_in *sa, int backlog, int *fd)
 		return -errno;
 	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	rc = bind(s, (const struct sockaddr *)sa, sizeof(*sa));
-	if (rc != 0 && errno == EADDRNOTAVAIL) {
-		/* The name is not one of ours (NAT, alias): listen everywhere. */
-		any.sin_addr.s_addr = htonl(INADDR_ANY);
-		rc = bind(s, (const struct sockaddr *)&any, sizeof(any));
-	}
 	if (rc == 0)
 		rc = listen(s, backlog);
 	if (rc != 0) {

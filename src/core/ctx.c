@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "transport/remote.h"
 
 #define KINET_MAX_ENGINE_THREADS 64
 
@@ -183,6 +184,8 @@ int kinet_ctx_close(struct kinet_ctx *ctx)
 		kinet_qp_destroy(ctx->qps);
 	while (ctx->cqs)
 		kinet_cq_destroy(ctx->cqs);
+	/* Carriers last: engine thread 0 drove them and QPs used them. */
+	kinet_remote_close(ctx);
 	kinet_mr_table_free(ctx);
 	ctx_free(ctx);
 	return 0;

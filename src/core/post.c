@@ -27,7 +27,7 @@ static void kinet_qp_ring_doorbell(struct kinet_qp *qp, const uint8_t *last)
 		break;
 	case KINET_DB_BF:
 		__atomic_store_n(&qp->dbrec[KINET_DBR_SEND], kinet_be32((uint32_t)qp->sq_pi & 0xffff),
-				 __ATOMIC_RELAXED);
+				 __ATOMIC_RELEASE);
 		/* The WQE and the record are visible before any part of the
 		 * BlueFlame copy; its first 8 bytes are the doorbell, so they go
 		 * last. */
@@ -39,7 +39,7 @@ static void kinet_qp_ring_doorbell(struct kinet_qp *qp, const uint8_t *last)
 		break;
 	default: /* KINET_DB_GPU */
 		__atomic_store_n(&qp->dbrec[KINET_DBR_SEND], kinet_be32((uint32_t)qp->sq_pi & 0xffff),
-				 __ATOMIC_RELAXED);
+				 __ATOMIC_RELEASE);
 		atomic_thread_fence(memory_order_release);
 		memcpy(&db, last, sizeof(db));
 		__atomic_store_n((uint64_t *)(void *)reg, db, __ATOMIC_RELEASE);

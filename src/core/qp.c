@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "internal.h"
+#include "transport/remote.h"
 
 #define QP_MAX_DEPTH 32768
 #define QP_MIN_SQ_BBS 8
@@ -228,15 +229,17 @@ int kinet_qp_info(const struct kinet_qp *qp, struct kinet_qp_info *info)
 	memset(info, 0, sizeof(*info));
 	info->qpn = qp->qpn;
 	info->node_id = qp->ctx->node_id;
+	/* Host id and carrier addresses, for peers in other processes (the
+	 * layout is in src/transport/remote.c). */
+	kinet_remote_fill_info(qp->ctx, info);
 	return 0;
 }
 
+/* local, node or ofi, per $KINET_TRANSPORT (src/transport/remote.c). */
 static const struct kinet_transport_ops *qp_choose_transport(struct kinet_qp *qp,
 							     const struct kinet_qp_info *remote)
 {
-	if (remote->node_id == qp->ctx->node_id)
-		return &kinet_transport_local;
-	return NULL;
+	return kinet_remote_choose(qp->ctx, remote);
 }
 
 int kinet_qp_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote)
@@ -255,9 +258,8 @@ int kinet_qp_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote)
 	}
 	tr = qp_choose_transport(qp, remote);
 	if (!tr) {
-		KINET_ERR("qp %u: peer QP %u lives in another process or host (node %016llx); the "
-			  "same-host (node) and other-host (ofi) transports are not available yet",
-			  qp->qpn, remote->qpn, (unsigned long long)remote->node_id);
+		KINET_ERR("qp %u: no transport reaches peer QP %u (node %016llx)", qp->qpn, remote->qpn,
+			  (unsigned long long)remote->node_id);
 		return -EHOSTUNREACH;
 	}
 

@@ -203,7 +203,9 @@ static bool execute_one(struct kinet_engine_thread *t, struct kinet_qp *qp)
 	if (!synd)
 		synd = decode(t, qp, ds, &op);
 	if (!synd && op.opcode == KINET_WQE_OP_NOP) {
-		res.status = KINET_EXEC_DONE;
+		/* A NOP completes at once, so only after what is in flight:
+		 * transports that track operations complete them later. */
+		res.status = op.after_pending ? KINET_EXEC_BUSY : KINET_EXEC_DONE;
 	} else if (!synd) {
 		qp->transport->execute(t, qp, &op, &res);
 		if (res.status == KINET_EXEC_ERROR)

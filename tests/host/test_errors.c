@@ -65,6 +65,7 @@ static void expect_error(struct env *e, struct kinet_send_wr *bad, int synd)
 	KT_CHECK(err.status < 0);
 	KT_CHECK_EQ(err.syndrome, synd);
 	KT_CHECK_EQ(err.qpn, kinet_qp_num(e->p.qp[0]));
+	KT_CHECK_EQ(err.source, KINET_ERROR_SOURCE_ENGINE);
 	/* Posting to a QP in error flushes. */
 	follow.wr_id = 1000;
 	KT_OK(kt_post(e->p.qp[0], &follow));

@@ -58,7 +58,7 @@ struct kinet_dev_xfer {
 /* Single WQE after the chunks (built by rank 0). */
 struct kinet_dev_tail {
 	uint8_t opcode; /* KINET_WQE_OP_*; inline write: RDMA_WRITE with inl != NULL */
-	uint8_t flags;  /* extra ctrl flags (FENCE) */
+	uint8_t flags;	/* extra ctrl flags (FENCE) */
 	uint32_t lkey;
 	uint32_t rkey;
 	uint32_t size;
@@ -93,12 +93,13 @@ KINET_DEV_FN void kinet_dev_build_tail(union kinet_dev_wqe *w, const struct kine
 		break;
 	case KINET_WQE_OP_SEND:
 	case KINET_WQE_OP_SEND_IMM:
-		kinet_dev_wqe_build_send(w, qp->qpn, idx, t->opcode, flags, t->laddr, t->lkey, t->size, t->imm_be);
+		kinet_dev_wqe_build_send(w, qp->qpn, idx, t->opcode, flags, t->laddr, t->lkey, t->size,
+					 t->imm_be);
 		break;
 	case KINET_WQE_OP_ATOMIC_FA:
 	case KINET_WQE_OP_ATOMIC_CS:
-		kinet_dev_wqe_build_atomic(w, qp->qpn, idx, t->opcode, flags, t->laddr, t->lkey, t->raddr, t->rkey,
-					   t->swap_add, t->compare);
+		kinet_dev_wqe_build_atomic(w, qp->qpn, idx, t->opcode, flags, t->laddr, t->lkey, t->raddr,
+					   t->rkey, t->swap_add, t->compare);
 		break;
 	default:
 		kinet_dev_wqe_build_nop(w, qp->qpn, idx, flags);
@@ -145,8 +146,9 @@ KINET_DEV_FN int kinet_dev_post_group(int g, struct kinet_dev_qp *qp, const stru
 			uint8_t op = x->opcode;
 			if (op == KINET_WQE_OP_RDMA_WRITE_IMM && k != nchunks - 1)
 				op = KINET_WQE_OP_RDMA_WRITE;
-			kinet_dev_wqe_build_rdma(&w, qp->qpn, start + i, op, KINET_DEV_WQE_SIGNALED, x->laddr + off,
-						 x->lkey, x->raddr + off, x->rkey, (uint32_t)len,
+			kinet_dev_wqe_build_rdma(&w, qp->qpn, start + i, op, KINET_DEV_WQE_SIGNALED,
+						 x->laddr + off, x->lkey, x->raddr + off, x->rkey,
+						 (uint32_t)len,
 						 op == KINET_WQE_OP_RDMA_WRITE_IMM ? x->imm_be : 0);
 			kinet_dev_wqe_store(qp, start + i, &w);
 			if (i == n - 1) {
@@ -219,11 +221,12 @@ KINET_DEV_FN void kinet_dev_xfer_init(struct kinet_dev_xfer *x, uint8_t opcode, 
 
 /* ---- put: RDMA write of size bytes (any size; split into WQEs) ---- */
 
-KINET_DEV_FN int kinet_dev_put_g(int g, struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey, uint64_t raddr,
-				 uint32_t rkey, uint64_t size, uint64_t *ticket)
+KINET_DEV_FN int kinet_dev_put_g(int g, struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey,
+				 uint64_t raddr, uint32_t rkey, uint64_t size, uint64_t *ticket)
 {
 	struct kinet_dev_xfer x;
-	kinet_dev_xfer_init(&x, KINET_WQE_OP_RDMA_WRITE, (uint64_t)(uintptr_t)laddr, lkey, raddr, rkey, size, 0);
+	kinet_dev_xfer_init(&x, KINET_WQE_OP_RDMA_WRITE, (uint64_t)(uintptr_t)laddr, lkey, raddr, rkey, size,
+			    0);
 	return kinet_dev_post_group(g, qp, &x, NULL, ticket);
 }
 KINET_DEV_FN int kinet_dev_put(struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey, uint64_t raddr,
@@ -236,8 +239,8 @@ KINET_DEV_FN int kinet_dev_put_warp(struct kinet_dev_qp *qp, const void *laddr, 
 {
 	return kinet_dev_put_g(KINET_DEV_GROUP_WARP, qp, laddr, lkey, raddr, rkey, size, ticket);
 }
-KINET_DEV_FN int kinet_dev_put_block(struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey, uint64_t raddr,
-				     uint32_t rkey, uint64_t size, uint64_t *ticket)
+KINET_DEV_FN int kinet_dev_put_block(struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey,
+				     uint64_t raddr, uint32_t rkey, uint64_t size, uint64_t *ticket)
 {
 	return kinet_dev_put_g(KINET_DEV_GROUP_BLOCK, qp, laddr, lkey, raddr, rkey, size, ticket);
 }
@@ -259,8 +262,8 @@ KINET_DEV_FN int kinet_dev_put_inline_g(int g, struct kinet_dev_qp *qp, const vo
 	t.rkey = rkey;
 	return kinet_dev_post_tail(g, qp, &t, ticket);
 }
-KINET_DEV_FN int kinet_dev_put_inline(struct kinet_dev_qp *qp, const void *data, uint32_t size, uint64_t raddr,
-				      uint32_t rkey, uint64_t *ticket)
+KINET_DEV_FN int kinet_dev_put_inline(struct kinet_dev_qp *qp, const void *data, uint32_t size,
+				      uint64_t raddr, uint32_t rkey, uint64_t *ticket)
 {
 	return kinet_dev_put_inline_g(KINET_DEV_GROUP_THREAD, qp, data, size, raddr, rkey, ticket);
 }
@@ -281,11 +284,12 @@ KINET_DEV_FN int kinet_dev_get_g(int g, struct kinet_dev_qp *qp, void *laddr, ui
 				 uint32_t rkey, uint64_t size, uint64_t *ticket)
 {
 	struct kinet_dev_xfer x;
-	kinet_dev_xfer_init(&x, KINET_WQE_OP_RDMA_READ, (uint64_t)(uintptr_t)laddr, lkey, raddr, rkey, size, 0);
+	kinet_dev_xfer_init(&x, KINET_WQE_OP_RDMA_READ, (uint64_t)(uintptr_t)laddr, lkey, raddr, rkey, size,
+			    0);
 	return kinet_dev_post_group(g, qp, &x, NULL, ticket);
 }
-KINET_DEV_FN int kinet_dev_get(struct kinet_dev_qp *qp, void *laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey,
-			       uint64_t size, uint64_t *ticket)
+KINET_DEV_FN int kinet_dev_get(struct kinet_dev_qp *qp, void *laddr, uint32_t lkey, uint64_t raddr,
+			       uint32_t rkey, uint64_t size, uint64_t *ticket)
 {
 	return kinet_dev_get_g(KINET_DEV_GROUP_THREAD, qp, laddr, lkey, raddr, rkey, size, ticket);
 }
@@ -346,8 +350,9 @@ KINET_DEV_FN int kinet_dev_compare_swap_g(int g, struct kinet_dev_qp *qp, uint64
 	t.compare = compare;
 	return kinet_dev_post_tail(g, qp, &t, ticket);
 }
-KINET_DEV_FN int kinet_dev_compare_swap(struct kinet_dev_qp *qp, uint64_t *result, uint32_t lkey, uint64_t raddr,
-					uint32_t rkey, uint64_t compare, uint64_t swap, uint64_t *ticket)
+KINET_DEV_FN int kinet_dev_compare_swap(struct kinet_dev_qp *qp, uint64_t *result, uint32_t lkey,
+					uint64_t raddr, uint32_t rkey, uint64_t compare, uint64_t swap,
+					uint64_t *ticket)
 {
 	return kinet_dev_compare_swap_g(KINET_DEV_GROUP_THREAD, qp, result, lkey, raddr, rkey, compare, swap,
 					ticket);
@@ -356,7 +361,8 @@ KINET_DEV_FN int kinet_dev_compare_swap_warp(struct kinet_dev_qp *qp, uint64_t *
 					     uint64_t raddr, uint32_t rkey, uint64_t compare, uint64_t swap,
 					     uint64_t *ticket)
 {
-	return kinet_dev_compare_swap_g(KINET_DEV_GROUP_WARP, qp, result, lkey, raddr, rkey, compare, swap, ticket);
+	return kinet_dev_compare_swap_g(KINET_DEV_GROUP_WARP, qp, result, lkey, raddr, rkey, compare, swap,
+					ticket);
 }
 KINET_DEV_FN int kinet_dev_compare_swap_block(struct kinet_dev_qp *qp, uint64_t *result, uint32_t lkey,
 					      uint64_t raddr, uint32_t rkey, uint64_t compare, uint64_t swap,
@@ -369,8 +375,8 @@ KINET_DEV_FN int kinet_dev_compare_swap_block(struct kinet_dev_qp *qp, uint64_t 
 /* ---- signal: remote 64-bit add (non-fetching: the old value goes to the
  * QP's scratch buffer; EINVAL when the descriptor has none) ---- */
 
-KINET_DEV_FN void kinet_dev_signal_tail(struct kinet_dev_tail *t, const struct kinet_dev_qp *qp, uint64_t sig_raddr,
-					uint32_t sig_rkey, uint64_t add)
+KINET_DEV_FN void kinet_dev_signal_tail(struct kinet_dev_tail *t, const struct kinet_dev_qp *qp,
+					uint64_t sig_raddr, uint32_t sig_rkey, uint64_t add)
 {
 	kinet_dev_tail_init(t, KINET_WQE_OP_ATOMIC_FA);
 	t->laddr = qp->scratch;
@@ -389,13 +395,13 @@ KINET_DEV_FN int kinet_dev_signal_g(int g, struct kinet_dev_qp *qp, uint64_t sig
 	kinet_dev_signal_tail(&t, qp, sig_raddr, sig_rkey, add);
 	return kinet_dev_post_tail(g, qp, &t, ticket);
 }
-KINET_DEV_FN int kinet_dev_signal(struct kinet_dev_qp *qp, uint64_t sig_raddr, uint32_t sig_rkey, uint64_t add,
-				  uint64_t *ticket)
+KINET_DEV_FN int kinet_dev_signal(struct kinet_dev_qp *qp, uint64_t sig_raddr, uint32_t sig_rkey,
+				  uint64_t add, uint64_t *ticket)
 {
 	return kinet_dev_signal_g(KINET_DEV_GROUP_THREAD, qp, sig_raddr, sig_rkey, add, ticket);
 }
-KINET_DEV_FN int kinet_dev_signal_warp(struct kinet_dev_qp *qp, uint64_t sig_raddr, uint32_t sig_rkey, uint64_t add,
-				       uint64_t *ticket)
+KINET_DEV_FN int kinet_dev_signal_warp(struct kinet_dev_qp *qp, uint64_t sig_raddr, uint32_t sig_rkey,
+				       uint64_t add, uint64_t *ticket)
 {
 	return kinet_dev_signal_g(KINET_DEV_GROUP_WARP, qp, sig_raddr, sig_rkey, add, ticket);
 }
@@ -416,13 +422,14 @@ KINET_DEV_FN int kinet_dev_put_signal_g(int g, struct kinet_dev_qp *qp, const vo
 		return EINVAL;
 	struct kinet_dev_xfer x;
 	struct kinet_dev_tail t;
-	kinet_dev_xfer_init(&x, KINET_WQE_OP_RDMA_WRITE, (uint64_t)(uintptr_t)laddr, lkey, raddr, rkey, size, 0);
+	kinet_dev_xfer_init(&x, KINET_WQE_OP_RDMA_WRITE, (uint64_t)(uintptr_t)laddr, lkey, raddr, rkey, size,
+			    0);
 	kinet_dev_signal_tail(&t, qp, sig_raddr, sig_rkey, add);
 	return kinet_dev_post_group(g, qp, &x, &t, ticket);
 }
-KINET_DEV_FN int kinet_dev_put_signal(struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey, uint64_t raddr,
-				      uint32_t rkey, uint64_t size, uint64_t sig_raddr, uint32_t sig_rkey,
-				      uint64_t add, uint64_t *ticket)
+KINET_DEV_FN int kinet_dev_put_signal(struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey,
+				      uint64_t raddr, uint32_t rkey, uint64_t size, uint64_t sig_raddr,
+				      uint32_t sig_rkey, uint64_t add, uint64_t *ticket)
 {
 	return kinet_dev_put_signal_g(KINET_DEV_GROUP_THREAD, qp, laddr, lkey, raddr, rkey, size, sig_raddr,
 				      sig_rkey, add, ticket);
@@ -450,12 +457,13 @@ KINET_DEV_FN int kinet_dev_write_imm_g(int g, struct kinet_dev_qp *qp, const voi
 				       uint64_t *ticket)
 {
 	struct kinet_dev_xfer x;
-	kinet_dev_xfer_init(&x, KINET_WQE_OP_RDMA_WRITE_IMM, (uint64_t)(uintptr_t)laddr, lkey, raddr, rkey, size,
-			    kinet_be32(imm));
+	kinet_dev_xfer_init(&x, KINET_WQE_OP_RDMA_WRITE_IMM, (uint64_t)(uintptr_t)laddr, lkey, raddr, rkey,
+			    size, kinet_be32(imm));
 	return kinet_dev_post_group(g, qp, &x, NULL, ticket);
 }
-KINET_DEV_FN int kinet_dev_write_imm(struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey, uint64_t raddr,
-				     uint32_t rkey, uint64_t size, uint32_t imm, uint64_t *ticket)
+KINET_DEV_FN int kinet_dev_write_imm(struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey,
+				     uint64_t raddr, uint32_t rkey, uint64_t size, uint32_t imm,
+				     uint64_t *ticket)
 {
 	return kinet_dev_write_imm_g(KINET_DEV_GROUP_THREAD, qp, laddr, lkey, raddr, rkey, size, imm, ticket);
 }
@@ -475,8 +483,8 @@ KINET_DEV_FN int kinet_dev_write_imm_block(struct kinet_dev_qp *qp, const void *
 /* ---- send / send_imm: one message of size <= 1 GiB (EINVAL above) into
  * the next receive the target posted ---- */
 
-KINET_DEV_FN int kinet_dev_send_g(int g, struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey, uint64_t size,
-				  int with_imm, uint32_t imm, uint64_t *ticket)
+KINET_DEV_FN int kinet_dev_send_g(int g, struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey,
+				  uint64_t size, int with_imm, uint32_t imm, uint64_t *ticket)
 {
 	if (size > KINET_DEV_MAX_WQE_BYTES)
 		return EINVAL;
@@ -498,8 +506,8 @@ KINET_DEV_FN int kinet_dev_send_warp(struct kinet_dev_qp *qp, const void *laddr,
 {
 	return kinet_dev_send_g(KINET_DEV_GROUP_WARP, qp, laddr, lkey, size, 0, 0, ticket);
 }
-KINET_DEV_FN int kinet_dev_send_block(struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey, uint64_t size,
-				      uint64_t *ticket)
+KINET_DEV_FN int kinet_dev_send_block(struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey,
+				      uint64_t size, uint64_t *ticket)
 {
 	return kinet_dev_send_g(KINET_DEV_GROUP_BLOCK, qp, laddr, lkey, size, 0, 0, ticket);
 }
@@ -508,8 +516,8 @@ KINET_DEV_FN int kinet_dev_send_imm(struct kinet_dev_qp *qp, const void *laddr, 
 {
 	return kinet_dev_send_g(KINET_DEV_GROUP_THREAD, qp, laddr, lkey, size, 1, imm, ticket);
 }
-KINET_DEV_FN int kinet_dev_send_imm_warp(struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey, uint64_t size,
-					 uint32_t imm, uint64_t *ticket)
+KINET_DEV_FN int kinet_dev_send_imm_warp(struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey,
+					 uint64_t size, uint32_t imm, uint64_t *ticket)
 {
 	return kinet_dev_send_g(KINET_DEV_GROUP_WARP, qp, laddr, lkey, size, 1, imm, ticket);
 }
@@ -535,8 +543,8 @@ KINET_DEV_FN int kinet_dev_post_recv(struct kinet_dev_qp *qp, void *laddr, uint3
 		*index = idx;
 	return st;
 }
-KINET_DEV_FN int kinet_dev_post_recv_g(int g, struct kinet_dev_qp *qp, void *laddr, uint32_t lkey, uint32_t size,
-				       uint64_t *index)
+KINET_DEV_FN int kinet_dev_post_recv_g(int g, struct kinet_dev_qp *qp, void *laddr, uint32_t lkey,
+				       uint32_t size, uint64_t *index)
 {
 	int st = 0;
 	uint64_t idx = 0;
@@ -595,11 +603,13 @@ KINET_DEV_FN int kinet_dev_recv_g(int g, struct kinet_dev_qp *qp, uint32_t *byte
 		*index = idx;
 	return st;
 }
-KINET_DEV_FN int kinet_dev_recv_warp(struct kinet_dev_qp *qp, uint32_t *byte_len, uint32_t *imm, uint64_t *index)
+KINET_DEV_FN int kinet_dev_recv_warp(struct kinet_dev_qp *qp, uint32_t *byte_len, uint32_t *imm,
+				     uint64_t *index)
 {
 	return kinet_dev_recv_g(KINET_DEV_GROUP_WARP, qp, byte_len, imm, index);
 }
-KINET_DEV_FN int kinet_dev_recv_block(struct kinet_dev_qp *qp, uint32_t *byte_len, uint32_t *imm, uint64_t *index)
+KINET_DEV_FN int kinet_dev_recv_block(struct kinet_dev_qp *qp, uint32_t *byte_len, uint32_t *imm,
+				      uint64_t *index)
 {
 	return kinet_dev_recv_g(KINET_DEV_GROUP_BLOCK, qp, byte_len, imm, index);
 }
@@ -698,8 +708,8 @@ KINET_DEV_FN int kinet_dev_cmp(uint64_t v, int cmp, uint64_t value)
 	}
 }
 
-KINET_DEV_FN int kinet_dev_signal_wait_until(struct kinet_dev_qp *qp, const uint64_t *sig, int cmp, uint64_t value,
-					     uint64_t *seen)
+KINET_DEV_FN int kinet_dev_signal_wait_until(struct kinet_dev_qp *qp, const uint64_t *sig, int cmp,
+					     uint64_t value, uint64_t *seen)
 {
 	if (cmp < KINET_DEV_CMP_EQ || cmp > KINET_DEV_CMP_LE)
 		return EINVAL;

@@ -78,8 +78,8 @@ KINET_DEV_FN int kinet_dev_deadline_expired(struct kinet_dev_deadline *d)
 
 /* Records the context's first device error (claim with a CAS, fill, then
  * publish `valid` with a system-scope release so the host sees it whole). */
-KINET_DEV_FN void kinet_dev_record_error(struct kinet_dev_error *e, int status, uint32_t qpn, uint32_t syndrome,
-					 uint32_t opcode, uint32_t wqe_counter)
+KINET_DEV_FN void kinet_dev_record_error(struct kinet_dev_error *e, int status, uint32_t qpn,
+					 uint32_t syndrome, uint32_t opcode, uint32_t wqe_counter)
 {
 	if (!e || kinet_dev_load_relaxed_u32(&e->claimed))
 		return;
@@ -157,7 +157,8 @@ KINET_DEV_FN int kinet_dev_cq_wait_at(struct kinet_dev_cq *cq, uint64_t ci, uint
 KINET_DEV_FN void kinet_dev_cq_consume(struct kinet_dev_cq *cq, uint64_t next_ci)
 {
 	kinet_dev_store_relaxed_u64(&cq->ci, next_ci);
-	kinet_dev_store_release_u32_sys(&cq->dbrec[KINET_CQ_DBR_CI], kinet_be32((uint32_t)next_ci & KINET_CQ_CI_MASK));
+	kinet_dev_store_release_u32_sys(&cq->dbrec[KINET_CQ_DBR_CI],
+					kinet_be32((uint32_t)next_ci & KINET_CQ_CI_MASK));
 }
 
 /* CQE fields (volatile reads: the NIC writes the ring). */
@@ -202,7 +203,8 @@ KINET_DEV_FN uint8_t kinet_dev_cqe_wqe_opcode(const struct kinet_cqe64 *cqe)
 KINET_DEV_FN int kinet_dev_qp_progress(struct kinet_dev_qp *qp)
 {
 	struct kinet_dev_cq *cq = qp->send_cq;
-	if (kinet_dev_load_relaxed_u32(&cq->poll_lock) != 0 || kinet_dev_atomic_cas_u32(&cq->poll_lock, 0, 1) != 0)
+	if (kinet_dev_load_relaxed_u32(&cq->poll_lock) != 0 ||
+	    kinet_dev_atomic_cas_u32(&cq->poll_lock, 0, 1) != 0)
 		return 0;
 	kinet_dev_fence_gpu(); /* acquire: ci and sq_done as the last holder left them */
 	uint64_t ci = kinet_dev_load_relaxed_u64(&cq->ci);
@@ -214,12 +216,14 @@ KINET_DEV_FN int kinet_dev_qp_progress(struct kinet_dev_qp *qp)
 		uint16_t wc = kinet_dev_cqe_wqe_counter(cqe);
 		uint64_t widx = kinet_dev_extend16(done, wc);
 		uint32_t synd = kinet_dev_cqe_status(cqe);
-		if (kinet_dev_cqe_opcode(cqe) == KINET_CQE_REQ_ERR || kinet_dev_cqe_opcode(cqe) == KINET_CQE_RESP_ERR) {
+		if (kinet_dev_cqe_opcode(cqe) == KINET_CQE_REQ_ERR ||
+		    kinet_dev_cqe_opcode(cqe) == KINET_CQE_RESP_ERR) {
 			if (!kinet_dev_load_relaxed_u32(&qp->sq_error)) {
 				kinet_dev_store_relaxed_u64(&qp->sq_error_idx, widx);
 				kinet_dev_fence_gpu(); /* index before the flag */
 				kinet_dev_store_relaxed_u32(&qp->sq_error, synd | KINET_DEV_ERROR_FLAG);
-				kinet_dev_record_error(qp->err, -EIO, qp->qpn, synd, kinet_dev_cqe_wqe_opcode(cqe), wc);
+				kinet_dev_record_error(qp->err, -EIO, qp->qpn, synd,
+						       kinet_dev_cqe_wqe_opcode(cqe), wc);
 			}
 		}
 		if (widx + 1 > done)
@@ -467,7 +471,8 @@ KINET_DEV_FN int kinet_dev_rq_commit(struct kinet_dev_qp *qp, uint64_t idx, uint
  * and receive WQE index; EIO for an error completion (or none left after
  * an error); EAGAIN when none is ready.  Thread-safe (one taker at a time;
  * each completion goes to exactly one caller).  Outputs may be NULL. */
-KINET_DEV_FN int kinet_dev_rq_poll(struct kinet_dev_qp *qp, uint32_t *byte_len, uint32_t *imm, uint64_t *index)
+KINET_DEV_FN int kinet_dev_rq_poll(struct kinet_dev_qp *qp, uint32_t *byte_len, uint32_t *imm,
+				   uint64_t *index)
 {
 	struct kinet_dev_cq *cq = qp->recv_cq;
 	if (!cq || !qp->rq)

@@ -28,7 +28,7 @@
 
 /* Flags for the low-level builders (ctrl.fm_ce_se). */
 #define KINET_DEV_WQE_SIGNALED KINET_WQE_CTRL_CQ_UPDATE /* write a CQE */
-#define KINET_DEV_WQE_FENCE KINET_WQE_CTRL_FENCE       /* wait for earlier reads/atomics */
+#define KINET_DEV_WQE_FENCE KINET_WQE_CTRL_FENCE	/* wait for earlier reads/atomics */
 #define KINET_DEV_WQE_SOLICITED KINET_WQE_CTRL_SOLICITED
 
 /* One basic block, in registers.  Fill through the typed views, read the
@@ -98,9 +98,11 @@ KINET_DEV_FN void kinet_dev_wqe_build_write_inline(union kinet_dev_wqe *w, uint3
 						   uint8_t flags, const void *data, uint32_t size,
 						   uint64_t raddr, uint32_t rkey)
 {
+	if (size > KINET_DEV_MAX_INLINE)
+		size = KINET_DEV_MAX_INLINE; /* callers check; never write past the block */
 	kinet_dev_wqe_zero(w);
-	kinet_wqe_set_ctrl(&w->inl.ctrl, KINET_WQE_OP_RDMA_WRITE, (uint16_t)idx, qpn, 2 + kinet_inline_ds(size),
-			   flags, 0);
+	kinet_wqe_set_ctrl(&w->inl.ctrl, KINET_WQE_OP_RDMA_WRITE, (uint16_t)idx, qpn,
+			   2 + kinet_inline_ds(size), flags, 0);
 	kinet_wqe_set_raddr(&w->inl.raddr, raddr, rkey);
 	w->inl.byte_count = kinet_be32(KINET_INLINE_SEG_FLAG | size);
 	const uint8_t *src = (const uint8_t *)data;
@@ -121,9 +123,10 @@ KINET_DEV_FN void kinet_dev_wqe_build_send(union kinet_dev_wqe *w, uint32_t qpn,
 
 /* ATOMIC_FA (swap_add = addend, compare unused) or ATOMIC_CS; the old
  * 64-bit value lands at [result, lkey]. */
-KINET_DEV_FN void kinet_dev_wqe_build_atomic(union kinet_dev_wqe *w, uint32_t qpn, uint64_t idx, uint8_t opcode,
-					     uint8_t flags, uint64_t result, uint32_t lkey, uint64_t raddr,
-					     uint32_t rkey, uint64_t swap_add, uint64_t compare)
+KINET_DEV_FN void kinet_dev_wqe_build_atomic(union kinet_dev_wqe *w, uint32_t qpn, uint64_t idx,
+					     uint8_t opcode, uint8_t flags, uint64_t result, uint32_t lkey,
+					     uint64_t raddr, uint32_t rkey, uint64_t swap_add,
+					     uint64_t compare)
 {
 	kinet_dev_wqe_zero(w);
 	kinet_wqe_set_ctrl(&w->atomic.ctrl, opcode, (uint16_t)idx, qpn, 4, flags, 0);
@@ -142,15 +145,15 @@ KINET_DEV_FN void *kinet_dev_sq_wqe(const struct kinet_dev_qp *qp, uint64_t idx)
 
 /* Stores a built WQE into slot idx (plain stores; the doorbell's release
  * fence publishes them). */
-KINET_DEV_FN void kinet_dev_wqe_store(const struct kinet_dev_qp *qp, uint64_t idx, const union kinet_dev_wqe *w)
+KINET_DEV_FN void kinet_dev_wqe_store(const struct kinet_dev_qp *qp, uint64_t idx,
+				      const union kinet_dev_wqe *w)
 {
+#if defined(KINET_HOST_EMU)
+	memcpy(kinet_dev_sq_wqe(qp, idx), w, KINET_WQE_BB_SIZE); /* no type punning on the ring */
+#else
 	uint64_t q[8];
 	kinet_dev_wqe_words(w, q);
 	uint64_t *dst = (uint64_t *)kinet_dev_sq_wqe(qp, idx);
-#if defined(KINET_HOST_EMU)
-	for (int i = 0; i < 8; i++)
-		dst[i] = q[i];
-#else
 	for (int i = 0; i < 8; i += 2)
 		asm volatile("st.v2.u64 [%0], {%1, %2};" ::"l"(dst + i), "l"(q[i]), "l"(q[i + 1]) : "memory");
 #endif
@@ -174,8 +177,9 @@ KINET_DEV_FN void kinet_dev_wqe_prep_nop(struct kinet_dev_qp *qp, uint64_t idx, 
 	kinet_dev_wqe_store(qp, idx, &w);
 }
 
-KINET_DEV_FN void kinet_dev_wqe_prep_write(struct kinet_dev_qp *qp, uint64_t idx, uint8_t flags, const void *laddr,
-					   uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t size)
+KINET_DEV_FN void kinet_dev_wqe_prep_write(struct kinet_dev_qp *qp, uint64_t idx, uint8_t flags,
+					   const void *laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey,
+					   uint32_t size)
 {
 	union kinet_dev_wqe w;
 	kinet_dev_wqe_build_rdma(&w, qp->qpn, idx, KINET_WQE_OP_RDMA_WRITE, flags, (uint64_t)(uintptr_t)laddr,
@@ -185,7 +189,8 @@ KINET_DEV_FN void kinet_dev_wqe_prep_write(struct kinet_dev_qp *qp, uint64_t idx
 
 /* EINVAL when size > qp->max_inline (at most 28: one basic block). */
 KINET_DEV_FN int kinet_dev_wqe_prep_write_inline(struct kinet_dev_qp *qp, uint64_t idx, uint8_t flags,
-						 const void *data, uint32_t size, uint64_t raddr, uint32_t rkey)
+						 const void *data, uint32_t size, uint64_t raddr,
+						 uint32_t rkey)
 {
 	uint32_t max = qp->max_inline < KINET_DEV_MAX_INLINE ? qp->max_inline : KINET_DEV_MAX_INLINE;
 	if (size > max)
@@ -198,8 +203,8 @@ KINET_DEV_FN int kinet_dev_wqe_prep_write_inline(struct kinet_dev_qp *qp, uint64
 
 /* imm: host order (stored big-endian). */
 KINET_DEV_FN void kinet_dev_wqe_prep_write_imm(struct kinet_dev_qp *qp, uint64_t idx, uint8_t flags,
-					       const void *laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey,
-					       uint32_t size, uint32_t imm)
+					       const void *laddr, uint32_t lkey, uint64_t raddr,
+					       uint32_t rkey, uint32_t size, uint32_t imm)
 {
 	union kinet_dev_wqe w;
 	kinet_dev_wqe_build_rdma(&w, qp->qpn, idx, KINET_WQE_OP_RDMA_WRITE_IMM, flags,
@@ -207,12 +212,12 @@ KINET_DEV_FN void kinet_dev_wqe_prep_write_imm(struct kinet_dev_qp *qp, uint64_t
 	kinet_dev_wqe_store(qp, idx, &w);
 }
 
-KINET_DEV_FN void kinet_dev_wqe_prep_send(struct kinet_dev_qp *qp, uint64_t idx, uint8_t flags, const void *laddr,
-					  uint32_t lkey, uint32_t size)
+KINET_DEV_FN void kinet_dev_wqe_prep_send(struct kinet_dev_qp *qp, uint64_t idx, uint8_t flags,
+					  const void *laddr, uint32_t lkey, uint32_t size)
 {
 	union kinet_dev_wqe w;
-	kinet_dev_wqe_build_send(&w, qp->qpn, idx, KINET_WQE_OP_SEND, flags, (uint64_t)(uintptr_t)laddr, lkey, size,
-				 0);
+	kinet_dev_wqe_build_send(&w, qp->qpn, idx, KINET_WQE_OP_SEND, flags, (uint64_t)(uintptr_t)laddr, lkey,
+				 size, 0);
 	kinet_dev_wqe_store(qp, idx, &w);
 }
 
@@ -220,8 +225,8 @@ KINET_DEV_FN void kinet_dev_wqe_prep_send_imm(struct kinet_dev_qp *qp, uint64_t 
 					      const void *laddr, uint32_t lkey, uint32_t size, uint32_t imm)
 {
 	union kinet_dev_wqe w;
-	kinet_dev_wqe_build_send(&w, qp->qpn, idx, KINET_WQE_OP_SEND_IMM, flags, (uint64_t)(uintptr_t)laddr, lkey,
-				 size, kinet_be32(imm));
+	kinet_dev_wqe_build_send(&w, qp->qpn, idx, KINET_WQE_OP_SEND_IMM, flags, (uint64_t)(uintptr_t)laddr,
+				 lkey, size, kinet_be32(imm));
 	kinet_dev_wqe_store(qp, idx, &w);
 }
 
@@ -229,8 +234,8 @@ KINET_DEV_FN void kinet_dev_wqe_prep_read(struct kinet_dev_qp *qp, uint64_t idx,
 					  uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t size)
 {
 	union kinet_dev_wqe w;
-	kinet_dev_wqe_build_rdma(&w, qp->qpn, idx, KINET_WQE_OP_RDMA_READ, flags, (uint64_t)(uintptr_t)laddr, lkey,
-				 raddr, rkey, size, 0);
+	kinet_dev_wqe_build_rdma(&w, qp->qpn, idx, KINET_WQE_OP_RDMA_READ, flags, (uint64_t)(uintptr_t)laddr,
+				 lkey, raddr, rkey, size, 0);
 	kinet_dev_wqe_store(qp, idx, &w);
 }
 
@@ -239,18 +244,18 @@ KINET_DEV_FN void kinet_dev_wqe_prep_fetch_add(struct kinet_dev_qp *qp, uint64_t
 					       uint64_t add)
 {
 	union kinet_dev_wqe w;
-	kinet_dev_wqe_build_atomic(&w, qp->qpn, idx, KINET_WQE_OP_ATOMIC_FA, flags, (uint64_t)(uintptr_t)result,
-				   lkey, raddr, rkey, add, 0);
+	kinet_dev_wqe_build_atomic(&w, qp->qpn, idx, KINET_WQE_OP_ATOMIC_FA, flags,
+				   (uint64_t)(uintptr_t)result, lkey, raddr, rkey, add, 0);
 	kinet_dev_wqe_store(qp, idx, &w);
 }
 
 KINET_DEV_FN void kinet_dev_wqe_prep_compare_swap(struct kinet_dev_qp *qp, uint64_t idx, uint8_t flags,
-						  uint64_t *result, uint32_t lkey, uint64_t raddr, uint32_t rkey,
-						  uint64_t compare, uint64_t swap)
+						  uint64_t *result, uint32_t lkey, uint64_t raddr,
+						  uint32_t rkey, uint64_t compare, uint64_t swap)
 {
 	union kinet_dev_wqe w;
-	kinet_dev_wqe_build_atomic(&w, qp->qpn, idx, KINET_WQE_OP_ATOMIC_CS, flags, (uint64_t)(uintptr_t)result,
-				   lkey, raddr, rkey, swap, compare);
+	kinet_dev_wqe_build_atomic(&w, qp->qpn, idx, KINET_WQE_OP_ATOMIC_CS, flags,
+				   (uint64_t)(uintptr_t)result, lkey, raddr, rkey, swap, compare);
 	kinet_dev_wqe_store(qp, idx, &w);
 }
 

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Runs the standard kinet-perf sweep and writes its results into an output
+# directory (default ./bench-out):
+#   results.jsonl   one kinet-perf JSON document per line (one per command)
+#   log.txt         the human tables (stderr of each run) and failures
+#   machine.json    GPU, driver, CPU, commit, date, the commands
+# Then: python3 bench/report.py OUTDIR  (regenerates docs/BENCHMARKS.md).
+#
+#   BUILD=build-gpu bench/run.sh [OUTDIR]
+#
+# BUILD: build directory holding tools/kinet-perf (default ./build-gpu).
+# KINET_COMMIT: the commit measured, where git is not available.
+# KINET_BENCH_BUDGET_S: wall-time budget (default 330 s); commands left when
+# it is spent are skipped and listed as such.  Each command is bounded by
+# KINET_BENCH_CMD_TIMEOUT_S (default 120 s); a failure is logged and the
+# sweep goes on.
+set -u
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUT=${1:-./bench-out}
+BUILD=${BUILD:-./build-gpu}
+BUDGET=${KINET_BENCH_BUDGET_S:-330}
+CMD_TIMEOUT=${KINET_BENCH_CMD_TIMEOUT_S:-120}
+
+PERF=""
+for cand in "$BUILD/tools/kinet-perf" "$ROOT/$BUILD/tools/kinet-perf" "$ROOT/build-gpu/tools/kinet-perf"; do
+	if [ -x "$cand" ]; then
+		PERF=$cand
+		break
+	fi
+done
+if [ -z "$PERF" ]; then
+	echo "bench/run.sh: no kinet-perf in $BUILD/tools (set BUILD to the build directory)" >&2
+	exit 2
+fi
+
+mkdir -p "$OUT"
+RESULTS="$OUT/results.jsonl"
+LOG="$OUT/log.txt"
+CMDS="$OUT/commands.txt"
+: >"$RESULTS"
+: >"$LOG"
+: >"$CMDS"
+
+if [ -z "${KINET_COMMIT:-}" ]; then
+	KINET_COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+fi
+export KINET_COMMIT
+
+START=$(date +%s)
+FAILED=0
+SKIPPED=0
+
+# run ARGS...: one kinet-perf command, its JSON appended to results.jsonl.
+run() {
+	local now elapsed out rc
+	now=$(date +%s)
+	elapsed=$((now - START))
+	echo "kinet-perf $*" >>"$CMDS"
+	if [ "$elapsed" -ge "$BUDGET" ]; then
+		echo "SKIPPED (budget of ${BUDGET}s spent): kinet-perf $*" | tee -a "$LOG" >&2
+		SKIPPED=$((SKIPPED + 1))
+		return 0
+	fi
+	echo "[$elapsed s] kinet-perf $*" >&2
+	echo "### kinet-perf $*" >>"$LOG"
+	out=$(timeout --kill-after=10 "$CMD_TIMEOUT" "$PERF" "$@" --json 2>>"$LOG")
+	rc=$?
+	if [ -n "$out" ]; then
+		# Only complete documents (one line each) go into the results.
+		printf '%s\n' "$out" | grep '^{"tool":"kinet-perf"' >>"$RESULTS"
+	fi
+	if [ $rc -ne 0 ]; then
+		echo "FAILED (exit $rc): kinet-perf $*" | tee -a "$LOG" >&2
+		FAILED=$((FAILED + 1))
+	fi
+	return 0
+}
+
+# 1. Latency of every operation, 8 B, GPU- and CPU-initiated, host memory
+#    (the target: 8-byte put completion seen by the kernel vs the GPU<->CPU
+#    round trip of the same run).
+for op in write read fetch_add compare_swap put_signal send; do
+	run "$op" --lat -s 8
+done
+# Doorbell modes.
+for db in cpu gpu bf; do
+	run write --lat -s 8 --db "$db" --initiator gpu
+done
+
+# 2. Latency vs size.
+run write --lat --sweep 8:1M
+run write --lat --sweep 8:1M --src-mem gpu --dst-mem gpu
+run read --lat --sweep 8:64K
+
+# 3. Bandwidth vs size (window of 64 outstanding).
+run write --bw --sweep 4K:64M
+run write --bw --sweep 4K:64M --src-mem gpu --dst-mem gpu
+run write --bw --sweep 4K:64M --src-mem gpu --dst-mem host
+run read --bw --sweep 4K:16M
+
+# 4. Message rate of 8-byte puts vs posting threads, QPs and engine threads
+#    (32 threads per block, one block per QP).
+for eng in 1 2 4 8; do
+	for qps in 1 4 16 64; do
+		init=gpu
+		[ "$qps" -le 16 ] && init=both
+		run write --rate -s 8 -t 32 -b "$qps" -q "$qps" --engine-threads "$eng" --initiator "$init"
+	done
+done
+run put_signal --rate -s 8 -t 32 -b 16 -q 16 --engine-threads 4
+run send --rate -s 8 -t 32 -b 16 -q 16 --engine-threads 4
+
+# 5. Compute + put + wait per iteration: persistent kernel vs kernel boundary.
+run iter -s 8,64,512,4096
+run iter -s 8,64,512,4096 --src-mem gpu
+
+# Machine description.
+gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
+cuda_ver=$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9.]*\).*/\1/p' | head -1)
+cpu_model=$(sed -n 's/^model name[[:space:]]*: *//p' /proc/cpuinfo 2>/dev/null | head -1)
+cores=$(nproc 2>/dev/null || echo 0)
+end=$(date +%s)
+python3 - "$OUT/machine.json" <<PY
+import json, sys
+cmds = [l.rstrip("\n") for l in open("$CMDS")]
+json.dump({
+    "gpu": "${gpu_name:-none}",
+    "driver": "${driver:-none}",
+    "cuda": "${cuda_ver:-}",
+    "cpu": """${cpu_model:-unknown}""",
+    "cores": int("${cores}" or 0),
+    "hostname": "$(hostname 2>/dev/null)",
+    "kernel": "$(uname -r 2>/dev/null)",
+    "commit": "${KINET_COMMIT}",
+    "date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
+    "wall_s": $((end - START)),
+    "failed": ${FAILED},
+    "skipped": ${SKIPPED},
+    "perf": "${PERF}",
+    "commands": cmds,
+}, open(sys.argv[1], "w"), indent=1)
+PY
+echo "bench/run.sh: $(wc -l <"$RESULTS") result documents in $RESULTS, ${FAILED} failed, ${SKIPPED} skipped, $((end - START)) s" >&2
+exit 0

@@ -1,0 +1,356 @@
+/*
+ * Remote protocol state of a context: carriers, connected QPs, transport
+ * selection and the progress hook engine thread 0 calls on every pass.
+ *
+ * kinet_qp_info.transport layout (96 bytes, little-endian):
+ *   [0..7]    host id: hash of /proc/sys/kernel/random/boot_id and the host
+ *             name (two containers of one host with their own /dev/shm
+ *             differ by host name);
+ *   [8..19]   node carrier address (zero when the node carrier is closed);
+ *   [20]      ofi carrier address length, 0 when there is none;
+ *   [21..95]  ofi carrier address.
+ * $KINET_TRANSPORT=auto|local|node|ofi: auto picks local for a QP of the
+ * same process (same node id), node for the same host id, else ofi; a
+ * forced choice is used or the connect fails with the reason.  Forcing
+ * node within one process works (two contexts talk over shared memory),
+ * which is how single-process tests reach the protocol.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/engine.h"
+#include "remote.h"
+
+#define INFO_NODE_OFF 8
+#define INFO_NODE_LEN 12
+#define INFO_OFI_LEN_OFF 20
+#define INFO_OFI_OFF 21
+#define INFO_OFI_MAX (KINET_QP_INFO_TRANSPORT_BYTES - INFO_OFI_OFF)
+
+/* Builds without libfabric have no ofi carrier; the weak reference is
+ * NULL then, and the ofi transport reports it at connect. */
+extern const struct kinet_carrier_ops kinet_carrier_ofi __attribute__((weak));
+
+static pthread_once_t host_once = PTHREAD_ONCE_INIT;
+static uint64_t host_id;
+
+static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		h ^= (uint8_t)s[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static void host_id_init(void)
+{
+	char buf[256] = "";
+	uint64_t h = 0xcbf29ce484222325ull;
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+
+	if (f) {
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+		h = fnv1a(h, buf, n);
+		fclose(f);
+	}
+	memset(buf, 0, sizeof(buf));
+	gethostname(buf, sizeof(buf) - 1);
+	host_id = fnv1a(h, buf, strlen(buf));
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+int rp_copy_sync(struct kinet_engine_thread *t, void *dst, enum kinet_mem_type dt, const void *src,
+		 enum kinet_mem_type st, size_t len)
+{
+	int rc = kinet_engine_copy(t, dst, dt, src, st, len);
+
+	if (rc > 0)
+		rc = kinet_engine_copy_sync(t);
+	return rc < 0 ? rc : 0;
+}
+
+static void deliver(struct kinet_carrier *c, struct kinet_carrier_peer *peer, const void *msg, size_t len,
+		    void *arg)
+{
+	struct rp_state *rs = arg;
+	struct rp_msg m;
+	struct rp_carrier *car = NULL;
+
+	if (len < sizeof(m)) {
+		KINET_WARN("remote: dropping a %zu-byte message (shorter than a header)", len);
+		return;
+	}
+	memcpy(&m, msg, sizeof(m));
+	if (m.magic != RP_MAGIC || m.version != RP_VERSION || m.frag_len != len - sizeof(m) ||
+	    m.frag_len > RP_FRAG) {
+		KINET_WARN("remote: dropping a garbled message (magic %08x, version %u, %zu bytes)", m.magic,
+			   m.version, len);
+		return;
+	}
+	for (int k = 0; k < RP_NKINDS; k++)
+		if (rs->car[k].c == c)
+			car = &rs->car[k];
+	if (m.type == RP_REQ)
+		rp_on_request(rs, car, peer, &m, (const uint8_t *)msg + sizeof(m));
+	else if (m.type == RP_RESP)
+		rp_on_response(rs, &m, (const uint8_t *)msg + sizeof(m));
+	else
+		KINET_WARN("remote: dropping a message of unknown type %u", m.type);
+}
+
+static int remote_progress(struct kinet_ctx *ctx)
+{
+	struct rp_state *rs = ctx->remote;
+	int work = 0;
+
+	kinet_mr_table_rdlock(ctx);
+	pthread_mutex_lock(&rs->lock);
+	for (int k = 0; k < RP_NKINDS; k++) {
+		struct rp_carrier *car = &rs->car[k];
+
+		if (car->c) {
+			int n = car->ops->progress(car->c, deliver, rs);
+			if (n > 0)
+				work += n;
+		}
+	}
+	work += rp_target_progress(rs);
+	pthread_mutex_unlock(&rs->lock);
+	kinet_mr_table_unlock(ctx);
+	return work;
+}
+
+struct rp_state *rp_state_get(struct kinet_ctx *ctx)
+{
+	struct rp_state *rs;
+
+	pthread_mutex_lock(&ctx->obj_lock);
+	rs = ctx->remote;
+	if (!rs && (rs = calloc(1, sizeof(*rs)))) {
+		rs->ctx = ctx;
+		pthread_mutex_init(&rs->lock, NULL);
+		rs->car[RP_NODE].ops = &kinet_carrier_node;
+		rs->car[RP_OFI].ops = &kinet_carrier_ofi; /* NULL without libfabric */
+		ctx->remote = rs;
+		/* Release: engine thread 0 sees the state before the hook. */
+		__atomic_store_n(&ctx->remote_progress, remote_progress, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&ctx->obj_lock);
+	return rs;
+}
+
+struct rp_carrier *rp_carrier_get(struct rp_state *rs, enum rp_kind kind)
+{
+	struct rp_carrier *car = &rs->car[kind];
+
+	if (!car->tried) {
+		car->tried = true;
+		car->rc = car->ops ? car->ops->open(rs->ctx, &car->c) : -ENOSYS;
+		if (car->rc)
+			KINET_INFO("remote: %s carrier unavailable: %s", kind == RP_NODE ? "node" : "ofi",
+				   car->ops ? kinet_strerror(car->rc) : "built without libfabric");
+	}
+	return car->c ? car : NULL;
+}
+
+struct rp_qp *rp_find_qp(struct rp_state *rs, uint32_t qpn)
+{
+	for (struct rp_qp *p = rs->qps; p; p = p->next)
+		if (p->qp->qpn == qpn)
+			return p;
+	return NULL;
+}
+
+static const char *transport_mode(void)
+{
+	return kinet_env_str("KINET_TRANSPORT", "auto");
+}
+
+void kinet_remote_fill_info(struct kinet_ctx *ctx, struct kinet_qp_info *info)
+{
+	const char *mode = transport_mode();
+	struct rp_state *rs;
+	struct rp_carrier *car;
+
+	pthread_once(&host_once, host_id_init);
+	put64(info->transport, host_id);
+	if (!strcmp(mode, "local") || !(rs = rp_state_get(ctx)))
+		return;
+	pthread_mutex_lock(&rs->lock);
+	if (strcmp(mode, "ofi") && (car = rp_carrier_get(rs, RP_NODE))) {
+		size_t len = INFO_NODE_LEN;
+
+		if (car->ops->address(car->c, info->transport + INFO_NODE_OFF, &len) || len != INFO_NODE_LEN)
+			memset(info->transport + INFO_NODE_OFF, 0, INFO_NODE_LEN);
+	}
+	if (strcmp(mode, "node") && (car = rp_carrier_get(rs, RP_OFI))) {
+		uint8_t addr[KINET_CARRIER_ADDR_MAX];
+		size_t len = sizeof(addr);
+
+		if (car->ops->address(car->c, addr, &len) == 0 && len <= INFO_OFI_MAX) {
+			info->transport[INFO_OFI_LEN_OFF] = (uint8_t)len;
+			memcpy(info->transport + INFO_OFI_OFF, addr, len);
+		} else {
+			KINET_WARN("remote: ofi address does not fit in kinet_qp_info (%zu > %d bytes)", len,
+				   INFO_OFI_MAX);
+		}
+	}
+	pthread_mutex_unlock(&rs->lock);
+}
+
+static bool has_node_addr(const struct kinet_qp_info *info)
+{
+	static const uint8_t zero[INFO_NODE_LEN];
+
+	return memcmp(info->transport + INFO_NODE_OFF, zero, INFO_NODE_LEN) != 0;
+}
+
+const struct kinet_transport_ops *kinet_remote_choose(struct kinet_ctx *ctx, const struct kinet_qp_info *remote)
+{
+	const char *mode = transport_mode();
+	bool same_proc = remote->node_id == ctx->node_id;
+	bool same_host, node_ok, ofi_ok;
+
+	pthread_once(&host_once, host_id_init);
+	same_host = get64(remote->transport) == host_id;
+	node_ok = same_host && has_node_addr(remote);
+	ofi_ok = remote->transport[INFO_OFI_LEN_OFF] != 0 && &kinet_carrier_ofi != NULL;
+
+	if (!strcmp(mode, "local") || (!strcmp(mode, "auto") && same_proc)) {
+		if (same_proc)
+			return &kinet_transport_local;
+		KINET_ERR("KINET_TRANSPORT=local, but QP %u lives in another process", remote->qpn);
+		return NULL;
+	}
+	if (!strcmp(mode, "node") || (!strcmp(mode, "auto") && node_ok)) {
+		if (node_ok)
+			return &kinet_transport_node;
+		KINET_ERR("node transport: QP %u is %s", remote->qpn,
+			  same_host ? "of a context without a shared-memory inbox" : "on another host");
+		return NULL;
+	}
+	if (!strcmp(mode, "ofi") || !strcmp(mode, "auto")) {
+		if (ofi_ok)
+			return &kinet_transport_ofi;
+		KINET_ERR("ofi transport: %s", &kinet_carrier_ofi == NULL ? "this build has no libfabric"
+									  : "the peer published no fabric address");
+		return NULL;
+	}
+	KINET_ERR("KINET_TRANSPORT=%s: expected auto, local, node or ofi", mode);
+	return NULL;
+}
+
+static int rp_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote, enum rp_kind kind)
+{
+	struct rp_state *rs = rp_state_get(qp->ctx);
+	struct rp_carrier *car;
+	struct rp_qp *p;
+	const uint8_t *addr = kind == RP_NODE ? remote->transport + INFO_NODE_OFF : remote->transport + INFO_OFI_OFF;
+	size_t len = kind == RP_NODE ? INFO_NODE_LEN : remote->transport[INFO_OFI_LEN_OFF];
+	int ret;
+
+	if (!rs || !(p = calloc(1, sizeof(*p))))
+		return -ENOMEM;
+	pthread_mutex_lock(&rs->lock);
+	car = rp_carrier_get(rs, kind);
+	if (!car) {
+		pthread_mutex_unlock(&rs->lock);
+		free(p);
+		return -ENODEV;
+	}
+	ret = car->ops->peer_get(car->c, addr, len, &p->peer);
+	if (ret) {
+		pthread_mutex_unlock(&rs->lock);
+		free(p);
+		return ret;
+	}
+	p->qp = qp;
+	p->car = car;
+	p->next_seq = 1;
+	p->oldest = 1;
+	p->next = rs->qps;
+	rs->qps = p;
+	qp->transport_priv = p;
+	pthread_mutex_unlock(&rs->lock);
+	return 0;
+}
+
+static int node_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote)
+{
+	return rp_connect(qp, remote, RP_NODE);
+}
+
+static int ofi_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote)
+{
+	return rp_connect(qp, remote, RP_OFI);
+}
+
+static void rp_disconnect(struct kinet_qp *qp)
+{
+	struct rp_state *rs = qp->ctx->remote;
+	struct rp_qp **pp;
+
+	if (!rs || !qp->transport_priv)
+		return;
+	pthread_mutex_lock(&rs->lock);
+	for (pp = &rs->qps; *pp; pp = &(*pp)->next) {
+		if (*pp == qp->transport_priv) {
+			*pp = (*pp)->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&rs->lock);
+	free(qp->transport_priv);
+	qp->transport_priv = NULL;
+}
+
+void kinet_remote_close(struct kinet_ctx *ctx)
+{
+	struct rp_state *rs = ctx->remote;
+
+	if (!rs)
+		return;
+	ctx->remote_progress = NULL;
+	ctx->remote = NULL;
+	rp_target_free(rs);
+	for (int k = 0; k < RP_NKINDS; k++)
+		if (rs->car[k].c)
+			rs->car[k].ops->close(rs->car[k].c);
+	pthread_mutex_destroy(&rs->lock);
+	free(rs);
+}
+
+const struct kinet_transport_ops kinet_transport_node = {
+	.name = "node",
+	.connect = node_connect,
+	.disconnect = rp_disconnect,
+	.execute = rp_execute,
+	.op_done = rp_op_done,
+};
+
+const struct kinet_transport_ops kinet_transport_ofi = {
+	.name = "ofi",
+	.connect = ofi_connect,
+	.disconnect = rp_disconnect,
+	.execute = rp_execute,
+	.op_done = rp_op_done,
+};

@@ -1,0 +1,177 @@
+/*
+ * The remote protocol: RC operations between the engines of two processes,
+ * carried as messages by a carrier (carrier.h).  Shared by the `node` and
+ * `ofi` transports; private to src/transport (and qp.c/ctx.c hooks).
+ *
+ * Requester (remote_req.c, on the QP's engine thread): one request message
+ * per operation, or per fragment of RP_FRAG bytes of a larger write/send.
+ * Target (remote_tgt.c, on the target context's engine thread 0): checks,
+ * places, answers one response per operation (per fragment of read data).
+ * All state is under rp_state.lock; lock order: the context's MR table read
+ * lock, then rp_state.lock, then the carrier's own locks.
+ */
+#ifndef KINET_REMOTE_H
+#define KINET_REMOTE_H
+
+#include "carrier.h"
+
+#define RP_MAGIC 0x50524e4bu /* "KNRP" read as little-endian */
+#define RP_VERSION 1
+#define RP_FRAG (64u * 1024u) /* payload bytes per message */
+#define RP_WINDOW 64u	      /* outstanding operations per QP */
+
+enum { RP_REQ = 1, RP_RESP = 2 };
+#define RP_FLAG_LAST 0x01u
+
+/* Message header, host byte order (little-endian hosts only: the magic is
+ * checked, so a mismatched peer is dropped rather than misread). */
+struct rp_msg {
+	uint32_t magic;
+	uint8_t version;
+	uint8_t type;
+	uint8_t opcode; /* WQE opcode of the operation */
+	uint8_t flags;
+	uint32_t src_qpn;  /* sender's QP */
+	uint32_t dst_qpn;  /* receiver's QP */
+	uint64_t src_node; /* sender context's node id */
+	uint64_t seq;	   /* per requester QP, from 1, increasing */
+	uint64_t raddr;
+	uint64_t compare;
+	uint64_t swap_add;
+	uint32_t rkey;
+	uint32_t imm_be;
+	uint32_t length;	 /* of the whole operation */
+	uint32_t offset;	 /* of this fragment's payload */
+	uint32_t frag_len;	 /* payload bytes following the header */
+	uint32_t timeout_ms;	 /* requester's QP timeout */
+	uint32_t rnr_timeout_ms; /* requester's RNR timeout */
+	uint8_t syndrome;	 /* responses: 0 or the requester's error */
+	uint8_t pad[3];
+};
+_Static_assert(sizeof(struct rp_msg) + RP_FRAG <= KINET_CARRIER_MAX_MSG, "fragment too large");
+
+enum rp_kind { RP_NODE = 0, RP_OFI = 1, RP_NKINDS };
+
+struct rp_carrier {
+	const struct kinet_carrier_ops *ops;
+	struct kinet_carrier *c;
+	bool tried;
+	int rc;
+};
+
+/* A local SGE of an outstanding operation, looked up again before use. */
+struct rp_sge {
+	uint8_t *ptr;
+	uint32_t len;
+	uint32_t key;
+	enum kinet_mem_type type;
+};
+
+struct rp_slot {
+	uint64_t seq; /* 0: free */
+	bool done;
+	uint8_t syndrome;
+	uint8_t opcode;
+	uint32_t length;
+	uint32_t received; /* read data placed */
+	uint32_t limit_ms;
+	uint64_t head_since_ns;
+	int nsge;
+	struct rp_sge sge[KINET_MAX_SGE];
+};
+
+/* Per connected QP (qp->transport_priv). */
+struct rp_qp {
+	struct kinet_qp *qp;
+	struct rp_carrier *car;
+	struct kinet_carrier_peer *peer;
+	uint64_t next_seq;
+	uint64_t oldest; /* lowest seq not yet retired */
+	/* A write/send whose later fragments met a full carrier. */
+	bool tx_active;
+	uint64_t tx_seq;
+	uint32_t tx_off;
+	struct rp_msg tx_hdr;
+	struct rp_slot slots[RP_WINDOW];
+	uint8_t stage[RP_FRAG]; /* GPU data on its way out */
+	struct rp_qp *next;
+};
+
+/* A message the target keeps: a request waiting (RNR, QP not ready) or a
+ * response the carrier had no room for. */
+struct rp_held {
+	struct rp_held *next;
+	uint64_t since_ns;
+	size_t len;
+	struct rp_msg msg; /* payload follows */
+};
+
+/* Target side: requests from one requester QP, in order. */
+struct rp_chan {
+	uint64_t src_node;
+	uint32_t src_qpn;
+	struct rp_carrier *car;
+	struct kinet_carrier_peer *peer;
+	struct rp_held *head, *tail;
+	bool failed; /* answered an error: later requests are discarded */
+	/* The send or write-with-immediate being assembled. */
+	uint64_t cur_seq;
+	uint16_t cur_index;
+	int ndst;
+	struct rp_sge dst[KINET_MAX_SGE];
+	struct rp_chan *next;
+};
+
+/* Responses waiting for carrier room, per peer. */
+struct rp_outq {
+	struct rp_carrier *car;
+	struct kinet_carrier_peer *peer;
+	struct rp_held *head, *tail;
+	struct rp_outq *next;
+};
+
+struct rp_state {
+	struct kinet_ctx *ctx;
+	pthread_mutex_t lock;
+	struct rp_carrier car[RP_NKINDS];
+	struct rp_qp *qps;
+	struct rp_chan *chans;
+	struct rp_outq *outqs;
+	uint8_t stage[RP_FRAG]; /* target: GPU data on its way out */
+};
+
+/* remote.c */
+struct rp_state *rp_state_get(struct kinet_ctx *ctx);
+/* The carrier of that kind, opened on first use (rs->lock held); NULL when
+ * it cannot be opened. */
+struct rp_carrier *rp_carrier_get(struct rp_state *rs, enum rp_kind kind);
+struct rp_qp *rp_find_qp(struct rp_state *rs, uint32_t qpn);
+/* Copies between a flat buffer and GPU or host memory on engine thread 0
+ * (remote_progress runs there), waiting for the copy. */
+int rp_copy_sync(struct kinet_engine_thread *t, void *dst, enum kinet_mem_type dt, const void *src,
+		 enum kinet_mem_type st, size_t len);
+
+/* remote_req.c */
+void rp_execute(struct kinet_engine_thread *t, struct kinet_qp *qp, struct kinet_op *op,
+		struct kinet_exec_result *res);
+int rp_op_done(struct kinet_qp *qp, uint64_t token, uint8_t *syndrome);
+void rp_on_response(struct rp_state *rs, const struct rp_msg *m, const uint8_t *payload);
+
+/* remote_tgt.c */
+void rp_on_request(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
+		   const struct rp_msg *m, const uint8_t *payload);
+int rp_target_progress(struct rp_state *rs);
+void rp_target_free(struct rp_state *rs);
+
+/* Hooks for core (qp.c, ctx.c). */
+extern const struct kinet_transport_ops kinet_transport_node;
+extern const struct kinet_transport_ops kinet_transport_ofi;
+/* Fills info->transport (layout in remote.c); opens carriers as needed. */
+void kinet_remote_fill_info(struct kinet_ctx *ctx, struct kinet_qp_info *info);
+/* The transport for remote, per $KINET_TRANSPORT; NULL with a logged
+ * reason when none can reach it. */
+const struct kinet_transport_ops *kinet_remote_choose(struct kinet_ctx *ctx, const struct kinet_qp_info *remote);
+/* Closes the carriers (after the engine stopped and the QPs are gone). */
+void kinet_remote_close(struct kinet_ctx *ctx);
+
+#endif /* KINET_REMOTE_H */

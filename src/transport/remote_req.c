@@ -1,0 +1,311 @@
+/*
+ * Requester side of the remote protocol, on the QP's engine thread.
+ *
+ * Each operation gets a slot of the QP's window (RP_WINDOW outstanding,
+ * else KINET_EXEC_BUSY) and a sequence number, the token the engine gives
+ * back to op_done.  Writes and sends go out in fragments of RP_FRAG bytes.
+ * When the carrier is full at the first fragment nothing was sent and the
+ * engine is told BUSY; when it fills up after that, the operation is issued
+ * (PENDING) and its remaining fragments are sent from op_done and execute
+ * on later passes, before anything else of the QP (order is kept).  So a
+ * fragment is gathered from the user's buffers when it is sent, which is
+ * fine: the buffers belong to the operation until its completion.
+ *
+ * An operation completes when its response arrived, or with
+ * TRANSPORT_RETRY_EXC once it has been at the head of the QP for the QP's
+ * timeout (plus the RNR timeout for operations that consume a receive) or
+ * the carrier says the peer is gone.  A response for a completed operation
+ * is dropped, so no data lands after the completion was reported.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "remote.h"
+
+static struct rp_slot *slot_of(struct rp_qp *p, uint64_t seq)
+{
+	struct rp_slot *s = &p->slots[seq % RP_WINDOW];
+
+	return seq >= p->oldest && seq < p->next_seq && s->seq == seq ? s : NULL;
+}
+
+static void slot_fail(struct rp_slot *s, uint8_t syndrome)
+{
+	s->done = true;
+	s->syndrome = syndrome;
+}
+
+/* The iovecs of payload [off, off+n) of slot s: host memory in place, GPU
+ * memory staged through p->stage. */
+static int gather(struct kinet_engine_thread *t, struct rp_qp *p, const struct rp_slot *s, uint32_t off,
+		  uint32_t n, struct iovec *iov, int *iovcnt)
+{
+	uint32_t pos = 0, staged = 0;
+
+	for (int i = 0; i < s->nsge && n; i++) {
+		const struct rp_sge *g = &s->sge[i];
+
+		if (off >= pos + g->len) {
+			pos += g->len;
+			continue;
+		}
+		uint32_t in = off - pos;
+		uint32_t take = g->len - in < n ? g->len - in : n;
+		void *src = g->ptr + in;
+
+		if (g->type != KINET_MEM_HOST) {
+			if (rp_copy_sync(t, p->stage + staged, KINET_MEM_HOST, src, g->type, take))
+				return -EIO;
+			src = p->stage + staged;
+			staged += take;
+		}
+		iov[*iovcnt].iov_base = src;
+		iov[*iovcnt].iov_len = take;
+		(*iovcnt)++;
+		off += take;
+		pos += g->len;
+		n -= take;
+	}
+	return 0;
+}
+
+/* Sends the fragments of slot s from p->tx_off on.  0 when all are out,
+ * -EAGAIN when the carrier filled up (resumed later), <0 when they never
+ * will be (the slot has failed). */
+static int send_frags(struct kinet_engine_thread *t, struct rp_qp *p, struct rp_slot *s, const uint8_t *inl)
+{
+	struct rp_msg m = p->tx_hdr;
+
+	do {
+		struct iovec iov[KINET_MAX_SGE + 1];
+		int iovcnt = 1;
+		uint32_t n = s->length - p->tx_off < RP_FRAG ? s->length - p->tx_off : RP_FRAG;
+		int rc;
+
+		if (m.opcode == KINET_WQE_OP_RDMA_READ || m.opcode == KINET_WQE_OP_ATOMIC_CS ||
+		    m.opcode == KINET_WQE_OP_ATOMIC_FA)
+			n = 0; /* the data comes back in the response */
+		m.offset = p->tx_off;
+		m.frag_len = n;
+		m.flags = p->tx_off + n >= s->length || !n ? RP_FLAG_LAST : 0;
+		iov[0].iov_base = &m;
+		iov[0].iov_len = sizeof(m);
+		if (inl && n) {
+			iov[1].iov_base = (void *)inl;
+			iov[1].iov_len = n;
+			iovcnt = 2;
+		} else if (n && gather(t, p, s, p->tx_off, n, iov, &iovcnt)) {
+			slot_fail(s, KINET_SYND_LOCAL_PROT_ERR);
+			return -EIO;
+		}
+		rc = p->car->ops->send(p->car->c, p->peer, iov, iovcnt);
+		if (rc == -EAGAIN)
+			return rc;
+		if (rc) {
+			KINET_INFO("QP %u: peer unreachable (%s)", p->qp->qpn, kinet_strerror(rc));
+			slot_fail(s, KINET_SYND_TRANSPORT_RETRY_EXC_ERR);
+			return rc;
+		}
+		p->tx_off += n;
+	} while (!(m.flags & RP_FLAG_LAST));
+	return 0;
+}
+
+/* Sends what is left of a partly sent operation; true when nothing is. */
+static bool tx_pump(struct kinet_engine_thread *t, struct rp_qp *p)
+{
+	struct rp_slot *s;
+
+	if (!p->tx_active)
+		return true;
+	s = slot_of(p, p->tx_seq);
+	if (!s || s->done || !t || send_frags(t, p, s, NULL) != -EAGAIN)
+		p->tx_active = false;
+	return !p->tx_active;
+}
+
+static bool needs_receive(uint8_t opcode)
+{
+	return opcode == KINET_WQE_OP_SEND || opcode == KINET_WQE_OP_SEND_IMM || opcode == KINET_WQE_OP_RDMA_WRITE_IMM;
+}
+
+void rp_execute(struct kinet_engine_thread *t, struct kinet_qp *qp, struct kinet_op *op,
+		struct kinet_exec_result *res)
+{
+	struct rp_qp *p = qp->transport_priv;
+	struct rp_state *rs = qp->ctx->remote;
+	struct rp_slot *s;
+	uint64_t seq;
+	int rc;
+
+	pthread_mutex_lock(&rs->lock);
+	if (!tx_pump(t, p) || p->next_seq - p->oldest >= RP_WINDOW) {
+		res->status = KINET_EXEC_BUSY;
+		goto out;
+	}
+	seq = p->next_seq;
+	s = &p->slots[seq % RP_WINDOW];
+	memset(s, 0, offsetof(struct rp_slot, sge));
+	s->seq = seq;
+	s->opcode = op->opcode;
+	s->length = op->length;
+	s->limit_ms = qp->attr.timeout_ms + (needs_receive(op->opcode) ? qp->attr.rnr_timeout_ms : 0);
+	s->nsge = op->inline_data ? 0 : op->nsge;
+	for (int i = 0; i < s->nsge; i++)
+		s->sge[i] = (struct rp_sge){op->sge[i].ptr, op->sge_len[i], op->sge[i].mr->key, op->sge[i].type};
+
+	p->tx_hdr = (struct rp_msg){
+		.magic = RP_MAGIC,
+		.version = RP_VERSION,
+		.type = RP_REQ,
+		.opcode = op->opcode,
+		.src_qpn = qp->qpn,
+		.dst_qpn = qp->remote.qpn,
+		.src_node = qp->ctx->node_id,
+		.seq = seq,
+		.raddr = op->raddr,
+		.compare = op->compare,
+		.swap_add = op->swap_add,
+		.rkey = op->rkey,
+		.imm_be = op->imm_be,
+		.length = op->length,
+		.timeout_ms = qp->attr.timeout_ms,
+		.rnr_timeout_ms = qp->attr.rnr_timeout_ms,
+	};
+	p->tx_off = 0;
+	p->next_seq++;
+	if (p->car->ops->peer_status(p->car->c, p->peer)) {
+		/* Known dead: fail now, through the in-order completion path. */
+		slot_fail(s, KINET_SYND_TRANSPORT_RETRY_EXC_ERR);
+	} else {
+		rc = send_frags(t, p, s, op->inline_data);
+		if (rc == -EAGAIN && p->tx_off == 0) {
+			p->next_seq--; /* nothing went out */
+			s->seq = 0;
+			res->status = KINET_EXEC_BUSY;
+			goto out;
+		}
+		if (rc == -EAGAIN) {
+			p->tx_active = true;
+			p->tx_seq = seq;
+		}
+	}
+	res->status = KINET_EXEC_PENDING;
+	res->tracked_by_transport = true;
+	res->token = seq;
+	if (op->opcode == KINET_WQE_OP_RDMA_READ)
+		res->byte_cnt = op->length;
+	else if (op->opcode == KINET_WQE_OP_ATOMIC_CS || op->opcode == KINET_WQE_OP_ATOMIC_FA)
+		res->byte_cnt = 8;
+out:
+	pthread_mutex_unlock(&rs->lock);
+}
+
+int rp_op_done(struct kinet_qp *qp, uint64_t token, uint8_t *syndrome)
+{
+	struct rp_qp *p = qp->transport_priv;
+	struct rp_state *rs = qp->ctx->remote;
+	struct rp_slot *s;
+	int done = 0;
+
+	pthread_mutex_lock(&rs->lock);
+	tx_pump(qp->owner, p);
+	s = slot_of(p, token);
+	if (!s) {
+		*syndrome = KINET_SYND_LOCAL_QP_OP_ERR; /* cannot happen: tokens are ours */
+		pthread_mutex_unlock(&rs->lock);
+		return 1;
+	}
+	if (!s->done) {
+		uint64_t now = kinet_now_ns();
+
+		if (!s->head_since_ns)
+			s->head_since_ns = now;
+		if (atomic_load(&qp->state) == KINET_QPS_ERR)
+			slot_fail(s, 0); /* the engine flushes it */
+		else if (p->car->ops->peer_status(p->car->c, p->peer) ||
+			 now - s->head_since_ns > (uint64_t)s->limit_ms * 1000000ull)
+			slot_fail(s, KINET_SYND_TRANSPORT_RETRY_EXC_ERR);
+	}
+	if (s->done) {
+		*syndrome = s->syndrome;
+		s->seq = 0;
+		p->oldest = token + 1;
+		if (p->tx_active && p->tx_seq == token)
+			p->tx_active = false;
+		done = 1;
+	}
+	pthread_mutex_unlock(&rs->lock);
+	return done;
+}
+
+/* Scatters response payload at offset off into the slot's local SGEs,
+ * looking each one up again (the MR table read lock is held). */
+static uint8_t scatter(struct rp_state *rs, struct rp_slot *s, uint32_t off, const uint8_t *data, uint32_t n)
+{
+	struct kinet_engine_thread *t = &rs->ctx->engine->threads[0];
+	uint32_t pos = 0;
+
+	for (int i = 0; i < s->nsge && n; i++) {
+		struct rp_sge *g = &s->sge[i];
+		struct kinet_mr_ref ref;
+
+		if (off >= pos + g->len) {
+			pos += g->len;
+			continue;
+		}
+		uint32_t in = off - pos;
+		uint32_t take = g->len - in < n ? g->len - in : n;
+
+		if (kinet_mr_lookup(rs->ctx, g->key, (uintptr_t)(g->ptr + in), take, KINET_ACCESS_LOCAL_WRITE, &ref))
+			return KINET_SYND_LOCAL_PROT_ERR;
+		if (rp_copy_sync(t, ref.ptr, ref.type, data, KINET_MEM_HOST, take))
+			return KINET_SYND_LOCAL_QP_OP_ERR;
+		data += take;
+		off += take;
+		pos += g->len;
+		n -= take;
+	}
+	return n ? KINET_SYND_LOCAL_LENGTH_ERR : 0;
+}
+
+void rp_on_response(struct rp_state *rs, const struct rp_msg *m, const uint8_t *payload)
+{
+	struct rp_qp *p = rp_find_qp(rs, m->dst_qpn);
+	struct rp_slot *s;
+
+	if (!p || p->qp->remote.qpn != m->src_qpn || p->qp->remote.node_id != m->src_node) {
+		KINET_WARN("remote: dropping a response for unknown QP %u (from QP %u)", m->dst_qpn, m->src_qpn);
+		return;
+	}
+	s = slot_of(p, m->seq);
+	if (!s || s->done) {
+		KINET_DBG("QP %u: late response for operation %llu dropped", p->qp->qpn, (unsigned long long)m->seq);
+		return;
+	}
+	if (m->syndrome) {
+		slot_fail(s, m->syndrome);
+		return;
+	}
+	if (s->opcode == KINET_WQE_OP_RDMA_READ) {
+		if (m->offset != s->received || m->frag_len > s->length - s->received) {
+			slot_fail(s, KINET_SYND_BAD_RESP_ERR);
+			return;
+		}
+		uint8_t synd = scatter(rs, s, m->offset, payload, m->frag_len);
+		s->received += m->frag_len;
+		if (synd)
+			slot_fail(s, synd);
+		else if (s->received == s->length)
+			s->done = true;
+	} else if (s->opcode == KINET_WQE_OP_ATOMIC_CS || s->opcode == KINET_WQE_OP_ATOMIC_FA) {
+		uint8_t synd = m->frag_len == 8 ? scatter(rs, s, 0, payload, 8) : KINET_SYND_BAD_RESP_ERR;
+
+		if (synd)
+			slot_fail(s, synd);
+		s->done = true;
+	} else {
+		s->done = true;
+	}
+}

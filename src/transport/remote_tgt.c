@@ -1,0 +1,482 @@
+/*
+ * Target side of the remote protocol, on engine thread 0 of the target's
+ * context, with the MR table read lock and rp_state.lock held.
+ *
+ * Requests of one requester QP form a channel and are handled in order.
+ * A request that cannot be handled yet stays at the head of its channel
+ * (copied), and everything after it waits behind it:
+ *   - no receive WQE posted for a send or write-with-immediate: retried
+ *     every pass for the requester's RNR timeout, then answered
+ *     RNR_RETRY_EXC;
+ *   - the target QP is not there or not yet RTS (the peer is still
+ *     connecting): retried for the requester's QP timeout, then dropped
+ *     (the requester times out, as with a responder that never answers).
+ * Checks and syndromes are those of the local transport (local.c).  After
+ * an error answer the channel discards what follows: the requester QP is
+ * in the error state and flushes it.  A target QP in the error state
+ * answers nothing.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "remote.h"
+
+enum { H_DONE, H_RNR, H_NOT_READY };
+
+static struct kinet_engine_thread *thread0(struct rp_state *rs)
+{
+	return &rs->ctx->engine->threads[0];
+}
+
+static struct rp_held *hold(const struct rp_msg *m, const uint8_t *payload)
+{
+	struct rp_held *h = malloc(sizeof(*h) + m->frag_len);
+
+	if (!h)
+		return NULL;
+	h->next = NULL;
+	h->since_ns = kinet_now_ns();
+	h->len = sizeof(*m) + m->frag_len;
+	h->msg = *m;
+	memcpy(h + 1, payload, m->frag_len);
+	return h;
+}
+
+static struct rp_outq *outq_of(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer)
+{
+	struct rp_outq *q;
+
+	for (q = rs->outqs; q; q = q->next)
+		if (q->peer == peer && q->car == car)
+			return q;
+	q = calloc(1, sizeof(*q));
+	if (q) {
+		q->car = car;
+		q->peer = peer;
+		q->next = rs->outqs;
+		rs->outqs = q;
+	}
+	return q;
+}
+
+/* Sends a response, or queues it behind earlier ones the carrier had no
+ * room for.  A peer that is gone gets nothing. */
+static void respond(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg *req, uint8_t syndrome,
+		    uint32_t off, const void *data, uint32_t n, bool last)
+{
+	struct rp_msg m = *req;
+	struct rp_outq *q = outq_of(rs, ch->car, ch->peer);
+	struct iovec iov[2] = {{&m, sizeof(m)}, {(void *)data, n}};
+	int rc = -EAGAIN;
+
+	m.type = RP_RESP;
+	m.src_qpn = req->dst_qpn;
+	m.dst_qpn = req->src_qpn;
+	m.src_node = rs->ctx->node_id;
+	m.syndrome = syndrome;
+	m.offset = off;
+	m.frag_len = n;
+	m.flags = last ? RP_FLAG_LAST : 0;
+	if (!q || !q->head)
+		rc = ch->car->ops->send(ch->car->c, ch->peer, iov, n ? 2 : 1);
+	if (rc != -EAGAIN || !q)
+		return;
+	struct rp_held *h = hold(&m, data);
+	if (!h)
+		return;
+	if (q->tail)
+		q->tail->next = h;
+	else
+		q->head = h;
+	q->tail = h;
+}
+
+static void refuse(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg *m, uint8_t syndrome)
+{
+	KINET_INFO("remote: QP %u refuses operation %llu (opcode 0x%02x) of QP %u: syndrome 0x%02x", m->dst_qpn,
+		   (unsigned long long)m->seq, m->opcode, m->src_qpn, syndrome);
+	respond(rs, ch, m, syndrome, 0, NULL, 0, true);
+	ch->failed = true;
+}
+
+static void responder_cqe(struct kinet_qp *tq, uint8_t opcode, uint16_t index, uint32_t len, uint32_t imm_be,
+			  uint8_t syndrome)
+{
+	struct kinet_cqe_desc d = {
+		.cqe_opcode = opcode,
+		.syndrome = syndrome,
+		.wqe_counter = index,
+		.qpn = tq->qpn,
+		.byte_cnt = len,
+		.imm_be = imm_be,
+	};
+	kinet_engine_complete(tq, tq->attr.recv_cq, &d);
+}
+
+/* Takes the next receive WQE for m (first fragment of a send): 0, H_RNR,
+ * or a requester syndrome (the responder's error CQE is written). */
+static int take_receive(struct rp_state *rs, struct rp_chan *ch, struct kinet_qp *tq, const struct rp_msg *m)
+{
+	const struct kinet_wqe_data_seg *seg;
+	uint64_t room = 0;
+	uint8_t resp_synd = 0;
+
+	pthread_mutex_lock(&tq->rq_lock);
+	seg = kinet_qp_rq_peek(tq, &ch->cur_index);
+	if (!seg) {
+		pthread_mutex_unlock(&tq->rq_lock);
+		return H_RNR;
+	}
+	ch->ndst = 0;
+	for (uint32_t i = 0; i < tq->rq_stride / sizeof(*seg) && i < tq->attr.max_recv_sge; i++) {
+		struct kinet_wqe_data_seg sg;
+		struct kinet_mr_ref ref;
+
+		memcpy(&sg, &seg[i], sizeof(sg));
+		uint32_t lkey = kinet_be32(sg.lkey), len = kinet_be32(sg.byte_count);
+		if (lkey == KINET_INVALID_LKEY)
+			break;
+		if (kinet_mr_lookup(rs->ctx, lkey, kinet_be64(sg.addr), len, KINET_ACCESS_LOCAL_WRITE, &ref)) {
+			resp_synd = KINET_SYND_LOCAL_PROT_ERR;
+			break;
+		}
+		ch->dst[ch->ndst++] = (struct rp_sge){ref.ptr, len, lkey, ref.type};
+		room += len;
+	}
+	if (!resp_synd && room < m->length)
+		resp_synd = KINET_SYND_LOCAL_LENGTH_ERR;
+	kinet_qp_rq_consume(tq);
+	pthread_mutex_unlock(&tq->rq_lock);
+	if (!resp_synd)
+		return 0;
+	/* The responder's receive fails and its QP enters the error state. */
+	responder_cqe(tq, KINET_CQE_RESP_ERR, ch->cur_index, 0, 0, resp_synd);
+	kinet_qp_to_error(tq, "receive failed");
+	return resp_synd == KINET_SYND_LOCAL_LENGTH_ERR ? KINET_SYND_REMOTE_INVAL_REQ_ERR : KINET_SYND_REMOTE_OP_ERR;
+}
+
+/* Places a send fragment into the receive WQE taken for it. */
+static int scatter_recv(struct rp_state *rs, struct rp_chan *ch, uint32_t off, const uint8_t *data, uint32_t n)
+{
+	uint32_t pos = 0;
+
+	for (int i = 0; i < ch->ndst && n; i++) {
+		struct rp_sge *g = &ch->dst[i];
+		struct kinet_mr_ref ref;
+
+		if (off >= pos + g->len) {
+			pos += g->len;
+			continue;
+		}
+		uint32_t in = off - pos, take = g->len - in < n ? g->len - in : n;
+		if (kinet_mr_lookup(rs->ctx, g->key, (uintptr_t)(g->ptr + in), take, KINET_ACCESS_LOCAL_WRITE, &ref) ||
+		    rp_copy_sync(thread0(rs), ref.ptr, ref.type, data, KINET_MEM_HOST, take))
+			return -EIO;
+		data += take;
+		off += take;
+		pos += g->len;
+		n -= take;
+	}
+	return n ? -EIO : 0;
+}
+
+static int do_write(struct rp_state *rs, struct rp_chan *ch, struct kinet_qp *tq, const struct rp_msg *m,
+		    const uint8_t *payload)
+{
+	struct kinet_mr_ref ref;
+	bool imm = m->opcode == KINET_WQE_OP_RDMA_WRITE_IMM;
+	bool first = ch->cur_seq != m->seq;
+
+	if (kinet_mr_lookup(rs->ctx, m->rkey, m->raddr, m->length, KINET_ACCESS_REMOTE_WRITE, &ref))
+		return refuse(rs, ch, m, KINET_SYND_REMOTE_ACCESS_ERR), H_DONE;
+	if (imm && first) {
+		if (!tq->rq)
+			return refuse(rs, ch, m, KINET_SYND_REMOTE_INVAL_REQ_ERR), H_DONE;
+		/* The data and the receive WQE it consumes are one message:
+		 * without a receive, nothing is placed (RNR). */
+		pthread_mutex_lock(&tq->rq_lock);
+		bool have = kinet_qp_rq_peek(tq, &ch->cur_index) != NULL;
+		if (have)
+			kinet_qp_rq_consume(tq);
+		pthread_mutex_unlock(&tq->rq_lock);
+		if (!have)
+			return H_RNR;
+	}
+	ch->cur_seq = m->seq;
+	if (rp_copy_sync(thread0(rs), (uint8_t *)ref.ptr + m->offset, ref.type, payload, KINET_MEM_HOST,
+			 m->frag_len))
+		return refuse(rs, ch, m, KINET_SYND_REMOTE_OP_ERR), H_DONE;
+	if (m->flags & RP_FLAG_LAST) {
+		if (imm)
+			responder_cqe(tq, KINET_CQE_RESP_WR_IMM, ch->cur_index, m->length, m->imm_be, 0);
+		respond(rs, ch, m, 0, 0, NULL, 0, true);
+		ch->cur_seq = 0;
+	}
+	return H_DONE;
+}
+
+static int do_send(struct rp_state *rs, struct rp_chan *ch, struct kinet_qp *tq, const struct rp_msg *m,
+		   const uint8_t *payload)
+{
+	if (ch->cur_seq != m->seq) {
+		int rc;
+
+		if (!tq->rq)
+			return refuse(rs, ch, m, KINET_SYND_REMOTE_INVAL_REQ_ERR), H_DONE;
+		rc = take_receive(rs, ch, tq, m);
+		if (rc == H_RNR)
+			return H_RNR;
+		if (rc)
+			return refuse(rs, ch, m, (uint8_t)rc), H_DONE;
+		ch->cur_seq = m->seq;
+	}
+	if (scatter_recv(rs, ch, m->offset, payload, m->frag_len)) {
+		responder_cqe(tq, KINET_CQE_RESP_ERR, ch->cur_index, 0, 0, KINET_SYND_LOCAL_PROT_ERR);
+		kinet_qp_to_error(tq, "receive failed");
+		return refuse(rs, ch, m, KINET_SYND_REMOTE_OP_ERR), H_DONE;
+	}
+	if (m->flags & RP_FLAG_LAST) {
+		bool imm = m->opcode == KINET_WQE_OP_SEND_IMM;
+
+		responder_cqe(tq, imm ? KINET_CQE_RESP_SEND_IMM : KINET_CQE_RESP_SEND, ch->cur_index, m->length,
+			      m->imm_be, 0);
+		respond(rs, ch, m, 0, 0, NULL, 0, true);
+		ch->cur_seq = 0;
+	}
+	return H_DONE;
+}
+
+static int do_read(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg *m)
+{
+	struct kinet_mr_ref ref;
+	uint32_t off = 0;
+
+	if (kinet_mr_lookup(rs->ctx, m->rkey, m->raddr, m->length, KINET_ACCESS_REMOTE_READ, &ref))
+		return refuse(rs, ch, m, KINET_SYND_REMOTE_ACCESS_ERR), H_DONE;
+	do {
+		uint32_t n = m->length - off < RP_FRAG ? m->length - off : RP_FRAG;
+		const uint8_t *src = (const uint8_t *)ref.ptr + off;
+
+		if (ref.type != KINET_MEM_HOST) {
+			if (rp_copy_sync(thread0(rs), rs->stage, KINET_MEM_HOST, src, ref.type, n))
+				return refuse(rs, ch, m, KINET_SYND_REMOTE_OP_ERR), H_DONE;
+			src = rs->stage;
+		}
+		respond(rs, ch, m, 0, off, src, n, off + n == m->length);
+		off += n;
+	} while (off < m->length);
+	return H_DONE;
+}
+
+static int do_atomic(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg *m)
+{
+	struct kinet_mr_ref ref;
+	uint64_t old;
+
+	if (m->raddr & 7)
+		return refuse(rs, ch, m, KINET_SYND_REMOTE_INVAL_REQ_ERR), H_DONE;
+	if (kinet_mr_lookup(rs->ctx, m->rkey, m->raddr, 8, KINET_ACCESS_REMOTE_ATOMIC, &ref))
+		return refuse(rs, ch, m, KINET_SYND_REMOTE_ACCESS_ERR), H_DONE;
+	if (ref.type == KINET_MEM_HOST) {
+		uint64_t *p = ref.ptr;
+
+		if (m->opcode == KINET_WQE_OP_ATOMIC_FA) {
+			old = __atomic_fetch_add(p, m->swap_add, __ATOMIC_SEQ_CST);
+		} else {
+			old = m->compare;
+			__atomic_compare_exchange_n(p, &old, m->swap_add, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+		}
+	} else {
+		/* GPU memory: serialised with every other kinet atomic on
+		 * this context by atomic_lock (local transport included). */
+		uint64_t val;
+		int rc;
+
+		pthread_mutex_lock(&rs->ctx->atomic_lock);
+		rc = rp_copy_sync(thread0(rs), &old, KINET_MEM_HOST, ref.ptr, ref.type, 8);
+		val = m->opcode == KINET_WQE_OP_ATOMIC_FA ? old + m->swap_add : old == m->compare ? m->swap_add : old;
+		if (!rc)
+			rc = rp_copy_sync(thread0(rs), ref.ptr, ref.type, &val, KINET_MEM_HOST, 8);
+		pthread_mutex_unlock(&rs->ctx->atomic_lock);
+		if (rc)
+			return refuse(rs, ch, m, KINET_SYND_REMOTE_OP_ERR), H_DONE;
+	}
+	respond(rs, ch, m, 0, 0, &old, 8, true);
+	return H_DONE;
+}
+
+/* The target QP of m, when it is connected to the sender. */
+static struct kinet_qp *target_of(struct rp_state *rs, const struct rp_msg *m)
+{
+	struct rp_qp *p = rp_find_qp(rs, m->dst_qpn);
+
+	if (!p || p->qp->remote.qpn != m->src_qpn || p->qp->remote.node_id != m->src_node)
+		return NULL;
+	return p->qp;
+}
+
+static int handle(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg *m, const uint8_t *payload)
+{
+	struct kinet_qp *tq;
+	int state;
+
+	if (ch->failed)
+		return H_DONE;
+	tq = target_of(rs, m);
+	state = tq ? atomic_load_explicit(&tq->state, memory_order_acquire) : KINET_QPS_RESET;
+	if (state == KINET_QPS_ERR)
+		return H_DONE;
+	if (state != KINET_QPS_RTS)
+		return H_NOT_READY;
+	switch (m->opcode) {
+	case KINET_WQE_OP_RDMA_WRITE:
+	case KINET_WQE_OP_RDMA_WRITE_IMM:
+		return do_write(rs, ch, tq, m, payload);
+	case KINET_WQE_OP_SEND:
+	case KINET_WQE_OP_SEND_IMM:
+		return do_send(rs, ch, tq, m, payload);
+	case KINET_WQE_OP_RDMA_READ:
+		return do_read(rs, ch, m);
+	case KINET_WQE_OP_ATOMIC_CS:
+	case KINET_WQE_OP_ATOMIC_FA:
+		return do_atomic(rs, ch, m);
+	default:
+		refuse(rs, ch, m, KINET_SYND_REMOTE_INVAL_REQ_ERR);
+		return H_DONE;
+	}
+}
+
+static struct rp_chan *chan_of(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
+			       const struct rp_msg *m)
+{
+	struct rp_chan *ch;
+
+	for (ch = rs->chans; ch; ch = ch->next)
+		if (ch->src_node == m->src_node && ch->src_qpn == m->src_qpn)
+			break;
+	if (!ch && (ch = calloc(1, sizeof(*ch)))) {
+		ch->src_node = m->src_node;
+		ch->src_qpn = m->src_qpn;
+		ch->next = rs->chans;
+		rs->chans = ch;
+	}
+	if (ch) {
+		/* Answers go back the way the latest request came. */
+		ch->car = car;
+		ch->peer = peer;
+	}
+	return ch;
+}
+
+void rp_on_request(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
+		   const struct rp_msg *m, const uint8_t *payload)
+{
+	struct rp_chan *ch;
+
+	if (!car || !peer || !(ch = chan_of(rs, car, peer, m))) {
+		KINET_WARN("remote: dropping a request of QP %u that cannot be answered", m->src_qpn);
+		return;
+	}
+	if (!ch->head && handle(rs, ch, m, payload) == H_DONE)
+		return;
+	struct rp_held *h = hold(m, payload);
+	if (!h) {
+		KINET_WARN("remote: out of memory, dropping a request of QP %u", m->src_qpn);
+		return;
+	}
+	if (ch->tail)
+		ch->tail->next = h;
+	else
+		ch->head = h;
+	ch->tail = h;
+}
+
+/* Retries the requests held in ch; returns how many were handled. */
+static int chan_progress(struct rp_state *rs, struct rp_chan *ch)
+{
+	struct rp_held *h;
+	int n = 0;
+
+	while ((h = ch->head)) {
+		int r = handle(rs, ch, &h->msg, (const uint8_t *)(h + 1));
+		uint64_t waited = kinet_now_ns() - h->since_ns;
+
+		if (r == H_RNR && waited > (uint64_t)h->msg.rnr_timeout_ms * 1000000ull) {
+			refuse(rs, ch, &h->msg, KINET_SYND_RNR_RETRY_EXC_ERR);
+		} else if (r == H_NOT_READY && waited > (uint64_t)h->msg.timeout_ms * 1000000ull) {
+			KINET_WARN("remote: dropping operation %llu of QP %u: QP %u is not there or not ready",
+				   (unsigned long long)h->msg.seq, h->msg.src_qpn, h->msg.dst_qpn);
+		} else if (r != H_DONE) {
+			break;
+		}
+		ch->head = h->next;
+		if (!ch->head)
+			ch->tail = NULL;
+		free(h);
+		n++;
+	}
+	return n;
+}
+
+static int outq_progress(struct rp_outq *q)
+{
+	struct rp_held *h;
+	int n = 0;
+
+	while ((h = q->head)) {
+		struct iovec iov[2] = {{&h->msg, sizeof(h->msg)}, {h + 1, h->msg.frag_len}};
+		int rc = q->car->ops->send(q->car->c, q->peer, iov, h->msg.frag_len ? 2 : 1);
+
+		if (rc == -EAGAIN)
+			break;
+		q->head = h->next;
+		if (!q->head)
+			q->tail = NULL;
+		free(h);
+		n++;
+	}
+	return n;
+}
+
+int rp_target_progress(struct rp_state *rs)
+{
+	int n = 0;
+
+	for (struct rp_outq *q = rs->outqs; q; q = q->next)
+		if (q->head)
+			n += outq_progress(q);
+	for (struct rp_chan *ch = rs->chans; ch; ch = ch->next)
+		if (ch->head)
+			n += chan_progress(rs, ch);
+	return n;
+}
+
+static void free_list(struct rp_held *h)
+{
+	while (h) {
+		struct rp_held *n = h->next;
+
+		free(h);
+		h = n;
+	}
+}
+
+void rp_target_free(struct rp_state *rs)
+{
+	while (rs->chans) {
+		struct rp_chan *ch = rs->chans;
+
+		rs->chans = ch->next;
+		free_list(ch->head);
+		free(ch);
+	}
+	while (rs->outqs) {
+		struct rp_outq *q = rs->outqs;
+
+		rs->outqs = q->next;
+		free_list(q->head);
+		free(q);
+	}
+}

@@ -1,0 +1,174 @@
+/*
+ * A peer that dies mid-run: this process forks a child, the two connect two
+ * QPs over the node transport (descriptors through pipes), check that an
+ * operation works, then the child kills itself with SIGKILL while one of
+ * our sends waits at it for a receive.  That outstanding send, and an
+ * operation posted afterwards on the other QP, must fail with
+ * TRANSPORT_RETRY_EXC (vendor syndrome "peer dead") well within bounded
+ * time, and this process must shut down cleanly.
+ */
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mp_common.h"
+
+#define TIMEOUT_MS 500
+
+struct side {
+	struct kinet_ctx *ctx;
+	struct kinet_cq *cq[2];
+	struct kinet_qp *qp[2];
+	struct kinet_mr *mr;
+	uint8_t buf[4096];
+};
+
+struct hello {
+	struct kinet_qp_info qp[2];
+	struct kinet_mr_info mr;
+};
+
+static int side_open(struct side *s, int with_recv)
+{
+	struct kinet_ctx_attr ca;
+	struct kinet_cq_attr cqa = {64};
+	struct kinet_qp_attr qa;
+	int rc;
+
+	kinet_ctx_attr_init(&ca);
+	ca.cuda_device = -2;
+	if ((rc = kinet_ctx_open(&ca, &s->ctx)) || (rc = kinet_mr_reg(s->ctx, s->buf, sizeof(s->buf), MP_ACC_ALL, &s->mr)))
+		return rc;
+	for (int i = 0; i < 2; i++) {
+		if ((rc = kinet_cq_create(s->ctx, &cqa, &s->cq[i])))
+			return rc;
+		kinet_qp_attr_init(&qa);
+		qa.send_cq = s->cq[i];
+		qa.recv_cq = with_recv ? s->cq[i] : NULL;
+		qa.timeout_ms = TIMEOUT_MS;
+		qa.rnr_timeout_ms = 20000; /* the send waits at the target until it dies */
+		if ((rc = kinet_qp_create(s->ctx, &qa, &s->qp[i])))
+			return rc;
+	}
+	return 0;
+}
+
+static int hello_of(struct side *s, struct hello *h)
+{
+	int rc = kinet_mr_pack(s->mr, &h->mr);
+
+	for (int i = 0; !rc && i < 2; i++)
+		rc = kinet_qp_info(s->qp[i], &h->qp[i]);
+	return rc;
+}
+
+static int xfer(int fd, void *p, size_t n, int out)
+{
+	for (size_t done = 0; done < n;) {
+		ssize_t r = out ? write(fd, (char *)p + done, n - done) : read(fd, (char *)p + done, n - done);
+		if (r <= 0)
+			return -1;
+		done += (size_t)r;
+	}
+	return 0;
+}
+
+/* The victim: connects, says so, waits for the word, dies. */
+static void child(int rd, int wr)
+{
+	struct side s;
+	struct hello mine, peer;
+	char c;
+
+	memset(&s, 0, sizeof(s));
+	if (side_open(&s, 1) || hello_of(&s, &mine) || xfer(wr, &mine, sizeof(mine), 1) ||
+	    xfer(rd, &peer, sizeof(peer), 0))
+		_exit(1);
+	for (int i = 0; i < 2; i++)
+		if (kinet_qp_connect(s.qp[i], &peer.qp[i]))
+			_exit(1);
+	c = 'r';
+	if (xfer(wr, &c, 1, 1) || xfer(rd, &c, 1, 0))
+		_exit(1);
+	raise(SIGKILL);
+	_exit(1);
+}
+
+static int poll_one(struct kinet_cq *cq, struct kinet_wc *wc, unsigned ms)
+{
+	return mp_poll(cq, 1, wc, ms) == 1 ? 0 : -1;
+}
+
+KT_TEST(peer_killed)
+{
+	int to_child[2], from_child[2], status = 0;
+	struct side s;
+	struct hello mine, peer;
+	struct kinet_wc wc;
+	char c;
+
+	KT_OK(pipe(to_child));
+	KT_OK(pipe(from_child));
+	pid_t pid = fork();
+	KT_CHECK(pid >= 0);
+	if (pid == 0) {
+		close(to_child[1]);
+		close(from_child[0]);
+		child(to_child[0], from_child[1]);
+	}
+	close(to_child[0]);
+	close(from_child[1]);
+	memset(&s, 0, sizeof(s));
+	KT_OK(side_open(&s, 0));
+	KT_OK(hello_of(&s, &mine));
+	KT_OK(xfer(from_child[0], &peer, sizeof(peer), 0));
+	KT_OK(xfer(to_child[1], &mine, sizeof(mine), 1));
+	for (int i = 0; i < 2; i++)
+		KT_OK(kinet_qp_connect(s.qp[i], &peer.qp[i]));
+	KT_OK(xfer(from_child[0], &c, 1, 0));
+
+	/* It works while the child lives. */
+	struct kinet_sge sge = {(uint64_t)(uintptr_t)s.buf, 64, kinet_mr_lkey(s.mr)};
+	struct kinet_send_wr wr = {.wr_id = 1, .opcode = KINET_WR_RDMA_WRITE, .send_flags = KINET_SEND_SIGNALED,
+				   .sg_list = &sge, .num_sge = 1, .remote_addr = peer.mr.addr, .rkey = peer.mr.rkey};
+	KT_OK(kinet_post_send(s.qp[0], &wr, 1, NULL));
+	KT_OK(poll_one(s.cq[0], &wc, 5000));
+	KT_CHECK_EQ(wc.status, 0);
+
+	/* A send the child never posts a receive for: outstanding at death. */
+	wr.wr_id = 2;
+	wr.opcode = KINET_WR_SEND;
+	KT_OK(kinet_post_send(s.qp[0], &wr, 1, NULL));
+	wr.wr_id = 3;
+	wr.opcode = KINET_WR_RDMA_WRITE;
+	KT_OK(kinet_post_send(s.qp[0], &wr, 1, NULL));
+	usleep(50000);
+	KT_OK(xfer(to_child[1], &c, 1, 1));
+	KT_CHECK_EQ(waitpid(pid, &status, 0), pid);
+	KT_CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+
+	uint64_t t0 = mp_now_ms();
+	KT_OK(poll_one(s.cq[0], &wc, 3000));
+	uint64_t dt = mp_now_ms() - t0;
+	KT_CHECK_EQ(wc.wr_id, 2);
+	KT_CHECK_EQ(wc.status, KINET_SYND_TRANSPORT_RETRY_EXC_ERR);
+	KT_CHECK_EQ(wc.vendor_err, 0xf3); /* KINET_VENDOR_SYND_PEER_DEAD */
+	KT_CHECK(dt < 2 * TIMEOUT_MS);
+	KT_OK(poll_one(s.cq[0], &wc, 3000));
+	KT_CHECK_EQ(wc.wr_id, 3);
+	KT_CHECK_EQ(wc.status, KINET_SYND_WR_FLUSH_ERR);
+
+	/* Later operations on the other QP to the dead peer fail too. */
+	wr.wr_id = 4;
+	t0 = mp_now_ms();
+	KT_OK(kinet_post_send(s.qp[1], &wr, 1, NULL));
+	KT_OK(poll_one(s.cq[1], &wc, 3000));
+	KT_CHECK(mp_now_ms() - t0 < 2 * TIMEOUT_MS);
+	KT_CHECK_EQ(wc.status, KINET_SYND_TRANSPORT_RETRY_EXC_ERR);
+
+	KT_OK(kinet_ctx_close(s.ctx));
+	close(to_child[1]);
+	close(from_child[0]);
+}
+
+KT_MAIN(peer_killed)

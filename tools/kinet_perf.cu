@@ -1,0 +1,270 @@
+/*
+ * kinet-perf: perftest-grade benchmark of kinet (ib_write_lat/ib_write_bw
+ * for GPU-initiated RDMA).  See tools/perf/perf.h for the parts and
+ * docs/BENCHMARKS.md for the standard sweep.
+ *
+ *   kinet-perf <write|read|fetch_add|compare_swap|put_signal|send|iter>
+ *              [--lat|--bw|--rate|--mode iter] [-s SIZE]... [--initiator gpu|cpu|both] [--json] ...
+ *
+ * Each measured point is run by device code (GPU-initiated: a kernel posts
+ * and waits) and/or by the host (CPU-initiated: kinet_post_send and
+ * kinet_cq_poll on the same kind of QP), beside the floors of the same run.
+ * Built with CUDA it runs kernels; built as C under KINET_HOST_EMU (or
+ * started without a GPU, when it hands over to kinet-perf-emu) the device
+ * code runs on CPU threads and the output says so.
+ */
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kinet/kinet.h"
+#include "perf/perf.h"
+
+static char emu_note[256];
+
+#if !defined(KINET_HOST_EMU)
+/* The CUDA build without a usable GPU runs its emulated twin instead. */
+static void handover_to_emu(char **argv)
+{
+	char self[4096], path[4096 + 32];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return;
+	self[n] = 0;
+	snprintf(path, sizeof(path), "%s/kinet-perf-emu", dirname(self));
+	if (access(path, X_OK))
+		return;
+	setenv("KINET_PERF_EMU_REASON", "no usable GPU: the CUDA build handed over to kinet-perf-emu", 1);
+	execv(path, argv);
+}
+#endif
+
+static void join_args(char *buf, size_t len, int argc, char **argv)
+{
+	size_t used = 0;
+	buf[0] = 0;
+	for (int i = 0; i < argc && used + 1 < len; i++) {
+		const char *a = i == 0 ? "kinet-perf" : argv[i];
+		int w = snprintf(buf + used, len - used, "%s%s", i ? " " : "", a);
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+}
+
+static void fill_common(struct perf_result *x, const struct perf_env *e, int initiator, uint64_t size,
+			long warmup, long iters)
+{
+	const struct perf_opts *o = e->o;
+	x->op = o->op;
+	x->mode = o->mode;
+	x->initiator = initiator;
+	x->size = size;
+	x->threads = o->threads;
+	x->blocks = o->blocks;
+	x->qps = o->qps;
+	x->engine_threads = o->engine_threads;
+	x->db_mode = o->db_mode;
+	x->sharing = perf_env_sharing(o);
+	x->src_mem = o->src_mem;
+	x->dst_mem = o->dst_mem;
+	x->inl = e->inl;
+	x->iters = iters;
+	x->warmup = warmup;
+	x->window = o->mode == PERF_MODE_BW || o->mode == PERF_MODE_RATE ? o->window : 1;
+}
+
+static int run_lat(struct perf_report *rep, struct perf_env *e, uint64_t size, int initiator)
+{
+	const struct perf_opts *o = e->o;
+	long iters = perf_iters_for(o, size), warmup = perf_warmup_for(o, size);
+	struct perf_result *x = perf_report_add(rep);
+	uint64_t *samples = (uint64_t *)calloc((size_t)iters, 8);
+	double total_us = 0;
+	int rc;
+	if (!x || !samples) {
+		free(samples);
+		return -ENOMEM;
+	}
+	rc = perf_env_setup(e, size, initiator == PERF_INIT_GPU, 1, x->error, sizeof(x->error));
+	fill_common(x, e, initiator, size, warmup, iters);
+	if (!rc) {
+		uint64_t t0 = perf_now_ns();
+		if (initiator == PERF_INIT_GPU)
+			rc = perf_gpu_lat(e, warmup, iters, samples, &total_us, x->error, sizeof(x->error));
+		else
+			rc = perf_cpu_lat(e, warmup, iters, samples, x->error, sizeof(x->error));
+		if (initiator == PERF_INIT_CPU)
+			total_us = (double)(perf_now_ns() - t0) / 1000.0;
+		perf_env_teardown(e);
+	}
+	x->status = -rc;
+	if (!rc) {
+		perf_stats_ns(samples, (uint64_t)iters, &x->lat);
+		x->have_lat = 1;
+		x->elapsed_us = total_us;
+		x->ops = (double)iters;
+		x->bytes = (double)iters * (double)size;
+		x->mops = x->lat.mean > 0 ? 1.0 / x->lat.mean : 0;
+		x->bw_gbs = x->lat.mean > 0 ? (double)size / (x->lat.mean * 1e3) : 0;
+	}
+	free(samples);
+	return rc;
+}
+
+static int run_bw(struct perf_report *rep, struct perf_env *e, uint64_t size, int initiator)
+{
+	const struct perf_opts *o = e->o;
+	long iters = perf_iters_for(o, size), warmup = perf_warmup_for(o, size);
+	struct perf_result *x = perf_report_add(rep);
+	size_t posters = initiator == PERF_INIT_GPU ? (size_t)o->threads * (size_t)o->blocks : (size_t)o->qps;
+	double elapsed = 0;
+	int rc;
+	if (!x)
+		return -ENOMEM;
+	rc = perf_env_setup(e, size, initiator == PERF_INIT_GPU, posters, x->error, sizeof(x->error));
+	fill_common(x, e, initiator, size, warmup, iters);
+	if (initiator == PERF_INIT_CPU) {
+		/* One host thread per QP posts. */
+		x->threads = o->qps;
+		x->blocks = 1;
+		x->sharing = KINET_SHARE_EXCLUSIVE;
+	}
+	if (!rc) {
+		if (initiator == PERF_INIT_GPU)
+			rc = perf_gpu_bw(e, warmup, iters, o->window, &elapsed, x->error, sizeof(x->error));
+		else
+			rc = perf_cpu_bw(e, warmup, iters, o->window, &elapsed, x->error, sizeof(x->error));
+		perf_env_teardown(e);
+	}
+	x->status = -rc;
+	if (!rc && elapsed > 0) {
+		x->elapsed_us = elapsed;
+		x->ops = (double)posters * (double)iters;
+		x->bytes = x->ops * (double)size;
+		x->bw_gbs = x->bytes / (elapsed * 1e3);
+		x->mops = x->ops / elapsed;
+	}
+	return rc;
+}
+
+static int run_iter(struct perf_report *rep, struct perf_env *e, uint64_t size)
+{
+	static const char *const names[] = {"gpu-persistent", "cpu-kernel-boundary", "compute-only"};
+	const struct perf_opts *o = e->o;
+	long iters = perf_iters_for(o, size), warmup = perf_warmup_for(o, size);
+	uint64_t *samples = (uint64_t *)calloc((size_t)iters, 8);
+	int worst = 0;
+	if (!samples)
+		return -ENOMEM;
+	for (int v = 0; v < 3; v++) {
+		struct perf_result *x = perf_report_add(rep);
+		int init = v == 1 ? PERF_INIT_CPU : PERF_INIT_GPU;
+		int rc;
+		if (!x) {
+			free(samples);
+			return -ENOMEM;
+		}
+		rc = perf_env_setup(e, size, v != 1, 1, x->error, sizeof(x->error));
+		fill_common(x, e, init, size, warmup, iters);
+		x->variant = names[v];
+		x->inl = 0;
+		if (!rc) {
+			rc = perf_iter(e, v, warmup, iters, samples, x->error, sizeof(x->error));
+			perf_env_teardown(e);
+		}
+		x->status = -rc;
+		if (!rc) {
+			perf_stats_ns(samples, (uint64_t)iters, &x->lat);
+			x->have_lat = 1;
+			x->ops = (double)iters;
+			x->elapsed_us = x->lat.mean * (double)iters;
+			x->mops = x->lat.mean > 0 ? 1.0 / x->lat.mean : 0;
+		} else {
+			worst = rc;
+		}
+	}
+	free(samples);
+	return worst;
+}
+
+int main(int argc, char **argv)
+{
+	struct perf_opts o;
+	struct perf_report rep;
+	struct perf_env env;
+	char cmd[2048], gpu[256];
+	int rc, failed = 0;
+
+	perf_opts_defaults(&o);
+	join_args(cmd, sizeof(cmd), argc, argv);
+	o.command = cmd;
+#if defined(KINET_HOST_EMU)
+	o.emulated = 1;
+	o.emu_reason = getenv("KINET_PERF_EMU_REASON");
+	if (!o.emu_reason)
+		o.emu_reason = "built without CUDA (kinet-perf-emu / KINET_CUDA=OFF)";
+	snprintf(gpu, sizeof(gpu), "host emulation (device code on CPU threads)");
+#else
+	if (!perf_gpu_present(gpu, sizeof(gpu))) {
+		handover_to_emu(argv);
+		fprintf(stderr, "kinet-perf: no usable GPU, and no kinet-perf-emu next to this program\n");
+		return 2;
+	}
+#endif
+	rc = perf_opts_parse(&o, argc, argv);
+	if (rc)
+		return rc > 0 ? 0 : 2;
+	if (o.emulated && (o.src_mem == PERF_MEM_GPU || o.dst_mem == PERF_MEM_GPU)) {
+		snprintf(emu_note, sizeof(emu_note), "%s; GPU memory requested but absent: host memory used",
+			 o.emu_reason);
+		o.emu_reason = emu_note;
+		o.src_mem = o.dst_mem = PERF_MEM_HOST;
+	}
+	if (o.engine_threads <= 0) {
+		const char *v = getenv("KINET_ENGINE_THREADS");
+		o.engine_threads = v && atoi(v) > 0 ? atoi(v) : 1;
+	}
+
+	memset(&rep, 0, sizeof(rep));
+	rep.o = &o;
+	rep.device = gpu;
+	/* Floors first, while the engine threads do not exist yet. */
+	if (o.floors)
+		perf_floors_measure(&o, &rep.floors);
+
+	rc = perf_env_open_ctx(&env, &o);
+	if (rc) {
+		fprintf(stderr, "kinet-perf: kinet_ctx_open: %s\n", kinet_strerror(rc));
+		return 1;
+	}
+	rep.provider = kinet_ctx_provider(env.ctx);
+
+	for (int i = 0; i < o.nsizes; i++) {
+		uint64_t size = o.sizes[i];
+		if (o.mode == PERF_MODE_ITER) {
+			failed |= run_iter(&rep, &env, size) != 0;
+			continue;
+		}
+		for (int init = PERF_INIT_GPU; init <= PERF_INIT_CPU; init <<= 1) {
+			if (!(o.initiator & init))
+				continue;
+			if (o.mode == PERF_MODE_LAT)
+				rc = run_lat(&rep, &env, size, init);
+			else
+				rc = run_bw(&rep, &env, size, init);
+			failed |= rc != 0;
+		}
+	}
+
+	perf_report_table(&rep, o.json ? stderr : stdout);
+	if (o.json)
+		perf_report_json(&rep, stdout);
+	fflush(stdout);
+	perf_env_close(&env);
+	perf_report_free(&rep);
+	return failed ? 1 : 0;
+}

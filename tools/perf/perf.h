@@ -1,0 +1,244 @@
+/*
+ * kinet-perf: shared declarations of the benchmark's parts.
+ *
+ *   opts.c      command line (perftest-like) into struct perf_opts
+ *   stats.c     sample statistics (median, percentiles)
+ *   report.c    human table, JSON document, machine description
+ *   cpu_post.c  CPU-initiated operations (kinet_post_send / kinet_cq_poll)
+ *   setup.c     context, QP pairs, registered buffers, the send responder
+ *   mem.cu      host/GPU memory, device copies (CUDA or plain C)
+ *   floors.cu   physical floors: signalling round trip, copy bandwidth,
+ *               launch + sync, small copy + sync
+ *   ops.cu      device kernels (latency, bandwidth/rate, iteration)
+ *   ../kinet_perf.cu  main: runs each (size, initiator) point
+ *
+ * The .cu files are CUDA when the build has it and are also compiled as C
+ * with KINET_HOST_EMU (device code then runs on CPU threads); the .c files
+ * are host C in both builds.  Everything here is C linkage.
+ */
+#ifndef KINET_PERF_H
+#define KINET_PERF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kinet/kinet.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum perf_op {
+	PERF_OP_WRITE,
+	PERF_OP_READ,
+	PERF_OP_FETCH_ADD,
+	PERF_OP_COMPARE_SWAP,
+	PERF_OP_PUT_SIGNAL,
+	PERF_OP_SEND,
+};
+
+enum perf_mode {
+	PERF_MODE_LAT,
+	PERF_MODE_BW,
+	PERF_MODE_RATE,
+	PERF_MODE_ITER,
+};
+
+enum perf_initiator {
+	PERF_INIT_GPU = 1,
+	PERF_INIT_CPU = 2,
+	PERF_INIT_BOTH = 3,
+};
+
+enum perf_mem {
+	PERF_MEM_HOST = 0,
+	PERF_MEM_GPU = 1,
+};
+
+#define PERF_MAX_SIZES 64
+#define PERF_MAX_WINDOW 256
+/* CPU threads that play GPU threads under emulation (and CPU posters). */
+#define PERF_MAX_EMU_THREADS 256
+
+struct perf_opts {
+	enum perf_op op;
+	enum perf_mode mode;
+	uint64_t sizes[PERF_MAX_SIZES];
+	int nsizes;
+	int initiator; /* enum perf_initiator bits */
+	int threads;   /* per block */
+	int blocks;
+	int qps;
+	int engine_threads;
+	enum kinet_db_mode db_mode;
+	int sharing; /* enum kinet_qp_sharing, or -1: derived from the layout */
+	enum perf_mem src_mem, dst_mem;
+	long iters;  /* 0: default of the mode and size */
+	long warmup; /* -1: default */
+	int window;  /* outstanding operations per thread (bw, rate) */
+	int inline_mode; /* -1 auto (writes <= 28 B inline), 0 off, 1 on */
+	int json;
+	int floors;
+	int compute_reps; /* iter mode: passes of arithmetic over the buffer */
+	int compute_n;	  /* iter mode: floats in the buffer */
+	uint32_t sq_depth;
+	const char *command; /* the command line, for the report */
+	int emulated;	     /* device code runs on CPU threads */
+	const char *emu_reason;
+};
+
+void perf_opts_defaults(struct perf_opts *o);
+/* 0, 1 when --help was printed, -1 on a usage error (printed). */
+int perf_opts_parse(struct perf_opts *o, int argc, char **argv);
+const char *perf_op_name(enum perf_op op);
+const char *perf_mode_name(enum perf_mode m);
+const char *perf_mem_name(enum perf_mem m);
+const char *perf_db_name(enum kinet_db_mode m);
+const char *perf_sharing_name(int s);
+/* Iterations and warm-up for one size, from the options or the defaults. */
+long perf_iters_for(const struct perf_opts *o, uint64_t size);
+long perf_warmup_for(const struct perf_opts *o, uint64_t size);
+
+/* ---- statistics ---- */
+
+struct perf_stats {
+	uint64_t n;
+	double min, p5, median, p95, max, mean; /* microseconds */
+};
+/* Sorts ns[0..n) in place and fills s (microseconds). */
+void perf_stats_ns(uint64_t *ns, uint64_t n, struct perf_stats *s);
+double perf_now_us(void);
+uint64_t perf_now_ns(void);
+
+/* ---- results ---- */
+
+struct perf_result {
+	enum perf_op op;
+	enum perf_mode mode;
+	int initiator; /* PERF_INIT_GPU or PERF_INIT_CPU */
+	const char *variant; /* iter mode: "gpu-persistent", "cpu-kernel-boundary", "compute-only" */
+	uint64_t size;
+	int threads, blocks, qps, engine_threads;
+	enum kinet_db_mode db_mode;
+	int sharing;
+	enum perf_mem src_mem, dst_mem;
+	int inl;
+	long iters, warmup;
+	int window;
+	int status; /* 0, or the errno of the first failure */
+	char error[128];
+	struct perf_stats lat; /* per operation (lat), per iteration (iter) */
+	int have_lat;
+	double elapsed_us; /* timed window */
+	double bytes, ops;
+	double bw_gbs; /* 1e9 bytes per second */
+	double mops;   /* 1e6 operations per second */
+};
+
+struct perf_floors {
+	int measured;
+	const char *rtt_label, *launch_label, *small_copy_label, *copy_label;
+	struct perf_stats rtt;	      /* signalling round trip */
+	struct perf_stats launch;     /* empty kernel launch + synchronize */
+	struct perf_stats small_copy; /* 8-byte copy + synchronize */
+	int ncopy;
+	uint64_t copy_size[PERF_MAX_SIZES];
+	double copy_gbs[PERF_MAX_SIZES];     /* cudaMemcpyAsync (or memcpy) */
+	double cpu_copy_gbs[PERF_MAX_SIZES]; /* memcpy, host to host (the soft NIC's path) */
+};
+
+struct perf_report {
+	const struct perf_opts *o;
+	const char *provider;
+	const char *device; /* GPU name or "host emulation" */
+	struct perf_floors floors;
+	struct perf_result *res;
+	int nres, cap;
+};
+
+struct perf_result *perf_report_add(struct perf_report *r);
+void perf_report_table(const struct perf_report *r, void *file);
+void perf_report_json(const struct perf_report *r, void *file);
+void perf_report_free(struct perf_report *r);
+
+/* ---- memory (mem.cu) ---- */
+
+/* Host memory is pinned and mapped into the GPU (one address under UVA). */
+void *perf_alloc(enum perf_mem m, size_t len);
+void perf_free(enum perf_mem m, void *p);
+/* Copies between host and any perf memory (or device descriptors). */
+int perf_copy_to(void *dst, const void *src, size_t len);
+int perf_copy_from(void *dst, const void *src, size_t len);
+int perf_fill(enum perf_mem m, void *p, int byte, size_t len);
+/* 1 when the build has CUDA and a GPU is there; name of device 0. */
+int perf_gpu_present(char *name, size_t len);
+int perf_gpu_sm_count(void);
+
+/* ---- setup (setup.c) ---- */
+
+struct perf_side {
+	struct kinet_cq *scq, *rcq;
+	struct kinet_qp *qp;
+	struct kinet_dev_qp *dev; /* exported (GPU initiator only) */
+};
+
+struct perf_env {
+	const struct perf_opts *o;
+	struct kinet_ctx *ctx;
+	int nqps;
+	int gpu_init; /* QPs exported for device code */
+	struct perf_side *ini, *tgt;
+	uint64_t size;
+	int inl;
+	/* buffers: per-QP slots of stride bytes (or one shared slot) */
+	uint8_t *src, *dst;
+	size_t src_stride, dst_stride, src_len, dst_len;
+	struct kinet_mr *src_mr, *dst_mr;
+	uint64_t *results; /* old values of atomics: one word per poster */
+	struct kinet_mr *res_mr;
+	uint64_t *scratch; /* old values of put_signal's add */
+	struct kinet_mr *scratch_mr;
+	size_t nposters;
+	uint64_t sig_off; /* signal word: dst + q*dst_stride + sig_off */
+	struct kinet_dev_qp **dev_qps; /* device array of exported QPs */
+	/* send responder: a host thread keeping receives posted */
+	void *responder;
+};
+
+int perf_env_open_ctx(struct perf_env *e, const struct perf_opts *o);
+/* QPs, buffers, connect, export; nposters: threads that post. */
+int perf_env_setup(struct perf_env *e, uint64_t size, int gpu_init, size_t nposters, char *err, size_t errlen);
+void perf_env_teardown(struct perf_env *e);
+void perf_env_close(struct perf_env *e);
+int perf_env_sharing(const struct perf_opts *o);
+
+/* ---- CPU-initiated (cpu_post.c) ---- */
+
+int perf_cpu_lat(struct perf_env *e, long warmup, long iters, uint64_t *samples, char *err, size_t errlen);
+int perf_cpu_bw(struct perf_env *e, long warmup, long iters, int window, double *elapsed_us, char *err,
+		size_t errlen);
+/* One signalled write of e->size from QP 0's slot, waited for (iter mode). */
+int perf_cpu_put_wait(struct perf_env *e);
+/* WQEs one operation takes (put_signal: 2). */
+int perf_wqes_per_op(enum perf_op op);
+
+/* ---- floors (floors.cu) ---- */
+
+void perf_floors_measure(const struct perf_opts *o, struct perf_floors *f);
+
+/* ---- device kernels (ops.cu) ---- */
+
+int perf_gpu_lat(struct perf_env *e, long warmup, long iters, uint64_t *samples, double *total_us, char *err,
+		 size_t errlen);
+int perf_gpu_bw(struct perf_env *e, long warmup, long iters, int window, double *elapsed_us, char *err,
+		size_t errlen);
+/* Iteration: variant 0 GPU persistent (compute+put+wait), 1 CPU kernel
+ * boundary (compute kernel, host posts and waits), 2 compute only. */
+int perf_iter(struct perf_env *e, int variant, long warmup, long iters, uint64_t *samples, char *err,
+	      size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KINET_PERF_H */

@@ -1,0 +1,347 @@
+/*
+ * kinet-perf setup: one context for the run; per measured point a fresh set
+ * of connected loopback QP pairs (initiator i <-> target i), registered
+ * source/target buffers, and for sends a host thread that keeps receives
+ * posted at the targets (as perftest's server side).
+ *
+ * Fresh QPs per point because a QP is driven either by device code
+ * (exported) or by the host (kinet_post_send), never both.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kinet/device/types.h"
+#include "perf.h"
+
+#define PERF_ACC_ALL                                                                                         \
+	(KINET_ACCESS_LOCAL_WRITE | KINET_ACCESS_REMOTE_WRITE | KINET_ACCESS_REMOTE_READ |                   \
+	 KINET_ACCESS_REMOTE_ATOMIC)
+#define PERF_RQ_DEPTH 512
+#define PERF_TIMEOUT_MS 10000
+/* Per-QP slots while they fit in this, else one slot shared by all QPs. */
+#define PERF_SLOTS_MAX (256ull << 20)
+
+int perf_env_open_ctx(struct perf_env *e, const struct perf_opts *o)
+{
+	struct kinet_ctx_attr attr;
+	memset(e, 0, sizeof(*e));
+	e->o = o;
+	kinet_ctx_attr_init(&attr);
+	attr.engine_threads = o->engine_threads;
+	attr.cuda_device = o->emulated ? -1 : 0;
+	return kinet_ctx_open(&attr, &e->ctx);
+}
+
+void perf_env_close(struct perf_env *e)
+{
+	if (e->ctx)
+		kinet_ctx_close(e->ctx);
+	e->ctx = NULL;
+}
+
+int perf_env_sharing(const struct perf_opts *o)
+{
+	int total = o->threads * o->blocks;
+	if (o->sharing >= 0)
+		return o->sharing;
+	if (total <= o->qps)
+		return KINET_SHARE_EXCLUSIVE;
+	/* Posting thread g uses QP g * qps / total: a block keeps to its own
+	 * QPs exactly when the QPs divide evenly among the blocks. */
+	if (o->qps % o->blocks == 0)
+		return KINET_SHARE_CTA;
+	return KINET_SHARE_GPU;
+}
+
+/* ---- send responder ---- */
+
+struct responder {
+	struct perf_env *e;
+	pthread_t thread;
+	volatile int stop;
+	int status;
+};
+
+static int post_recvs(struct perf_env *e, int q, int n)
+{
+	struct kinet_sge sge;
+	struct kinet_recv_wr wr;
+	sge.addr = (uint64_t)(uintptr_t)(e->dst + (size_t)q * e->dst_stride);
+	sge.length = (uint32_t)e->size;
+	sge.lkey = kinet_mr_lkey(e->dst_mr);
+	wr.wr_id = (uint64_t)q;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	for (int i = 0; i < n; i++) {
+		int rc = kinet_post_recv(e->tgt[q].qp, &wr, 1, NULL);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* Reposts one receive per receive completion until stopped. */
+static void *responder_main(void *p)
+{
+	struct responder *r = (struct responder *)p;
+	struct perf_env *e = r->e;
+	struct kinet_wc wc[32];
+	unsigned idle = 0;
+	while (!r->stop) {
+		int got = 0;
+		for (int q = 0; q < e->nqps; q++) {
+			int n = kinet_cq_poll(e->tgt[q].rcq, 32, wc);
+			if (n < 0) {
+				r->status = n;
+				return NULL;
+			}
+			for (int i = 0; i < n; i++) {
+				if (wc[i].status) {
+					r->status = -EIO;
+					return NULL;
+				}
+			}
+			if (n > 0) {
+				int rc = post_recvs(e, q, n);
+				if (rc) {
+					r->status = rc;
+					return NULL;
+				}
+			}
+			got += n;
+		}
+		/* Share the CPU with the engine and the posters on small machines. */
+		if (got)
+			idle = 0;
+		else if (++idle > 64)
+			sched_yield();
+	}
+	return NULL;
+}
+
+/* ---- per point ---- */
+
+static int make_side(struct perf_env *e, struct perf_side *s, int initiator, int with_rq)
+{
+	const struct perf_opts *o = e->o;
+	struct kinet_cq_attr ca;
+	struct kinet_qp_attr qa;
+	int rc;
+	/* Every WQE is signalled (the device API does so): room for a full SQ. */
+	ca.depth = initiator ? o->sq_depth * 2 : 16;
+	rc = kinet_cq_create(e->ctx, &ca, &s->scq);
+	if (rc)
+		return rc;
+	if (with_rq) {
+		ca.depth = PERF_RQ_DEPTH * 2;
+		rc = kinet_cq_create(e->ctx, &ca, &s->rcq);
+		if (rc)
+			return rc;
+	}
+	kinet_qp_attr_init(&qa);
+	qa.send_cq = s->scq;
+	qa.recv_cq = s->rcq;
+	qa.sq_depth = initiator ? o->sq_depth : 16;
+	qa.rq_depth = with_rq ? PERF_RQ_DEPTH : 0;
+	qa.max_recv_sge = 1;
+	qa.max_inline = 28;
+	qa.db_mode = o->db_mode;
+	qa.sharing = (enum kinet_qp_sharing)perf_env_sharing(o);
+	qa.timeout_ms = PERF_TIMEOUT_MS;
+	qa.rnr_timeout_ms = PERF_TIMEOUT_MS; /* a slow responder is retried, not an error */
+	return kinet_qp_create(e->ctx, &qa, &s->qp);
+}
+
+static size_t align_up(size_t v, size_t a)
+{
+	return (v + a - 1) / a * a;
+}
+
+int perf_env_setup(struct perf_env *e, uint64_t size, int gpu_init, size_t nposters, char *err, size_t errlen)
+{
+	const struct perf_opts *o = e->o;
+	int rc = 0, is_send = o->op == PERF_OP_SEND;
+	struct kinet_qp_info info;
+	const char *what = "";
+
+	e->nqps = o->qps;
+	e->size = size;
+	e->gpu_init = gpu_init;
+	e->nposters = nposters ? nposters : 1;
+	e->inl = o->op == PERF_OP_WRITE && size <= 28 && o->inline_mode != 0;
+	e->ini = (struct perf_side *)calloc((size_t)e->nqps, sizeof(*e->ini));
+	e->tgt = (struct perf_side *)calloc((size_t)e->nqps, sizeof(*e->tgt));
+	if (!e->ini || !e->tgt) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	/* Initiators first: QPs are dealt to engine threads round robin in
+	 * creation order, so the posting QPs spread over all of them. */
+	what = "create initiator QPs";
+	for (int q = 0; q < e->nqps && !rc; q++)
+		rc = make_side(e, &e->ini[q], 1, 0);
+	what = "create target QPs";
+	for (int q = 0; q < e->nqps && !rc; q++)
+		rc = make_side(e, &e->tgt[q], 0, is_send);
+	if (rc)
+		goto fail;
+	what = "connect";
+	for (int q = 0; q < e->nqps && !rc; q++) {
+		rc = kinet_qp_info(e->tgt[q].qp, &info);
+		if (!rc)
+			rc = kinet_qp_connect(e->ini[q].qp, &info);
+		if (!rc)
+			rc = kinet_qp_info(e->ini[q].qp, &info);
+		if (!rc)
+			rc = kinet_qp_connect(e->tgt[q].qp, &info);
+	}
+	if (rc)
+		goto fail;
+
+	what = "allocate buffers";
+	size_t slot = align_up(size, 64);
+	int per_qp = (uint64_t)slot * (uint64_t)e->nqps <= PERF_SLOTS_MAX;
+	e->src_stride = e->dst_stride = per_qp ? slot : 0;
+	size_t data = per_qp ? slot * (size_t)e->nqps : slot;
+	e->src_len = data;
+	e->sig_off = data;		     /* signal words after the data, one per QP */
+	e->dst_len = data + (size_t)e->nqps * 8 + 64;
+	e->src = (uint8_t *)perf_alloc(o->src_mem, e->src_len);
+	e->dst = (uint8_t *)perf_alloc(o->dst_mem, e->dst_len);
+	e->results = (uint64_t *)perf_alloc(PERF_MEM_HOST, e->nposters * 8);
+	e->scratch = (uint64_t *)perf_alloc(PERF_MEM_HOST, (size_t)e->nqps * 8);
+	if (!e->src || !e->dst || !e->results || !e->scratch) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	perf_fill(o->src_mem, e->src, 0x5a, e->src_len);
+	what = "register memory";
+	rc = kinet_mr_reg(e->ctx, e->src, e->src_len, PERF_ACC_ALL, &e->src_mr);
+	if (!rc)
+		rc = kinet_mr_reg(e->ctx, e->dst, e->dst_len, PERF_ACC_ALL, &e->dst_mr);
+	if (!rc)
+		rc = kinet_mr_reg(e->ctx, e->results, e->nposters * 8, PERF_ACC_ALL, &e->res_mr);
+	if (!rc)
+		rc = kinet_mr_reg(e->ctx, e->scratch, (size_t)e->nqps * 8, PERF_ACC_ALL, &e->scratch_mr);
+	if (rc)
+		goto fail;
+
+	if (gpu_init) {
+		struct kinet_dev_qp **tmp = (struct kinet_dev_qp **)calloc((size_t)e->nqps, sizeof(*tmp));
+		what = "export QPs";
+		if (!tmp) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+		for (int q = 0; q < e->nqps && !rc; q++) {
+			struct kinet_dev_cq *dcq;
+			struct kinet_dev_qp d;
+			rc = kinet_cq_export(e->ini[q].scq, &dcq);
+			if (!rc)
+				rc = kinet_qp_export(e->ini[q].qp, &e->ini[q].dev);
+			if (rc)
+				break;
+			tmp[q] = e->ini[q].dev;
+			/* put_signal's add needs a buffer for the old value it
+			 * does not want; give one where the export left none. */
+			if (perf_copy_from(&d, e->ini[q].dev, sizeof(d))) {
+				rc = -EIO;
+				break;
+			}
+			if (!d.scratch) {
+				d.scratch = (uint64_t)(uintptr_t)&e->scratch[q];
+				d.scratch_lkey = kinet_mr_lkey(e->scratch_mr);
+				if (perf_copy_to(e->ini[q].dev, &d, sizeof(d)))
+					rc = -EIO;
+			}
+		}
+		if (!rc) {
+			e->dev_qps = (struct kinet_dev_qp **)perf_alloc(PERF_MEM_HOST, (size_t)e->nqps * sizeof(*tmp));
+			if (!e->dev_qps)
+				rc = -ENOMEM;
+			else
+				memcpy(e->dev_qps, tmp, (size_t)e->nqps * sizeof(*tmp));
+		}
+		free(tmp);
+		if (rc)
+			goto fail;
+	}
+
+	if (is_send) {
+		struct responder *r = (struct responder *)calloc(1, sizeof(*r));
+		what = "post receives";
+		if (!r) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+		r->e = e;
+		e->responder = r;
+		for (int q = 0; q < e->nqps && !rc; q++)
+			rc = post_recvs(e, q, PERF_RQ_DEPTH);
+		if (!rc && pthread_create(&r->thread, NULL, responder_main, r)) {
+			e->responder = NULL;
+			free(r);
+			rc = -EAGAIN;
+		}
+		if (rc)
+			goto fail;
+	}
+	return 0;
+fail:
+	snprintf(err, errlen, "%s: %s", what, kinet_strerror(rc));
+	perf_env_teardown(e);
+	return rc ? rc : -EIO;
+}
+
+void perf_env_teardown(struct perf_env *e)
+{
+	const struct perf_opts *o = e->o;
+	if (e->responder) {
+		struct responder *r = (struct responder *)e->responder;
+		r->stop = 1;
+		pthread_join(r->thread, NULL);
+		free(r);
+		e->responder = NULL;
+	}
+	for (int q = 0; e->ini && q < e->nqps; q++) {
+		if (e->ini[q].qp)
+			kinet_qp_destroy(e->ini[q].qp);
+		if (e->tgt && e->tgt[q].qp)
+			kinet_qp_destroy(e->tgt[q].qp);
+	}
+	for (int q = 0; e->ini && q < e->nqps; q++) {
+		struct perf_side *s[2] = {&e->ini[q], e->tgt ? &e->tgt[q] : NULL};
+		for (int k = 0; k < 2; k++) {
+			if (!s[k])
+				continue;
+			if (s[k]->scq)
+				kinet_cq_destroy(s[k]->scq);
+			if (s[k]->rcq)
+				kinet_cq_destroy(s[k]->rcq);
+		}
+	}
+	free(e->ini);
+	free(e->tgt);
+	e->ini = e->tgt = NULL;
+	if (e->src_mr)
+		kinet_mr_dereg(e->src_mr);
+	if (e->dst_mr)
+		kinet_mr_dereg(e->dst_mr);
+	if (e->res_mr)
+		kinet_mr_dereg(e->res_mr);
+	if (e->scratch_mr)
+		kinet_mr_dereg(e->scratch_mr);
+	e->src_mr = e->dst_mr = e->res_mr = e->scratch_mr = NULL;
+	perf_free(o->src_mem, e->src);
+	perf_free(o->dst_mem, e->dst);
+	perf_free(PERF_MEM_HOST, e->results);
+	perf_free(PERF_MEM_HOST, e->scratch);
+	perf_free(PERF_MEM_HOST, e->dev_qps);
+	e->src = e->dst = NULL;
+	e->results = e->scratch = NULL;
+	e->dev_qps = NULL;
+}
