@@ -77,30 +77,19 @@ run() {
 	return 0
 }
 
-# 1. Latency of every operation, 8 B, GPU- and CPU-initiated, host memory
-#    (the target: 8-byte put completion seen by the kernel vs the GPU<->CPU
-#    round trip of the same run).
-for op in write read fetch_add compare_swap put_signal send; do
-	run "$op" --lat -s 8
-done
-# Doorbell modes.
-for db in cpu gpu bf; do
-	run write --lat -s 8 --db "$db" --initiator gpu
-done
-
-# 2. Latency vs size.
-run write --lat --sweep 8:1M
-run write --lat --sweep 8:1M --src-mem gpu --dst-mem gpu
-run read --lat --sweep 8:64K
-
-# 3. Bandwidth vs size (window of 64 outstanding).
+# The commands that decide the targets come first, so that a slow machine
+# that runs out of budget still has them.
+# 1. Latency, 8 B put to host memory, GPU- and CPU-initiated (target: median
+#    <= 1.5x the GPU<->CPU round trip of the same run), then every operation.
+run write --lat -s 8
+# 2. Compute + put + wait per iteration: persistent kernel vs kernel boundary.
+run iter -s 8,64,512,4096
+run iter -s 8,64,512,4096 --src-mem gpu
+# 3. Bandwidth vs size (window of 64 outstanding per thread).
 run write --bw --sweep 4K:64M
 run write --bw --sweep 4K:64M --src-mem gpu --dst-mem gpu
-run write --bw --sweep 4K:64M --src-mem gpu --dst-mem host
-run read --bw --sweep 4K:16M
-
-# 4. Message rate of 8-byte puts vs posting threads, QPs and engine threads
-#    (32 threads per block, one block per QP).
+# 4. Message rate of 8-byte puts vs QPs and engine threads (32 posting
+#    threads per block, one block per QP; CPU-initiated: a thread per QP).
 for eng in 1 2 4 8; do
 	for qps in 1 4 16 64; do
 		init=gpu
@@ -108,12 +97,20 @@ for eng in 1 2 4 8; do
 		run write --rate -s 8 -t 32 -b "$qps" -q "$qps" --engine-threads "$eng" --initiator "$init"
 	done
 done
+# 5. The rest: every operation's latency, doorbell modes, size sweeps.
+for op in read fetch_add compare_swap put_signal send; do
+	run "$op" --lat -s 8
+done
+for db in cpu gpu bf; do
+	run write --lat -s 8 --db "$db" --initiator gpu
+done
+run write --lat --sweep 8:1M
+run write --lat --sweep 8:1M --src-mem gpu --dst-mem gpu
+run read --lat --sweep 8:64K
+run write --bw --sweep 4K:64M --src-mem gpu --dst-mem host
+run read --bw --sweep 4K:16M
 run put_signal --rate -s 8 -t 32 -b 16 -q 16 --engine-threads 4
 run send --rate -s 8 -t 32 -b 16 -q 16 --engine-threads 4
-
-# 5. Compute + put + wait per iteration: persistent kernel vs kernel boundary.
-run iter -s 8,64,512,4096
-run iter -s 8,64,512,4096 --src-mem gpu
 
 # Machine description.
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)

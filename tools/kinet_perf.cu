@@ -67,7 +67,8 @@ static void fill_common(struct perf_result *x, const struct perf_env *e, int ini
 	x->blocks = o->blocks;
 	x->qps = o->qps;
 	x->engine_threads = o->engine_threads;
-	x->db_mode = o->db_mode;
+	/* The mode the QPs got (AUTO resolved by the provider). */
+	x->db_mode = e->ini && e->ini[0].qp ? kinet_qp_db_mode(e->ini[0].qp) : o->db_mode;
 	x->sharing = perf_env_sharing(o);
 	x->src_mem = o->src_mem;
 	x->dst_mem = o->dst_mem;
@@ -75,6 +76,8 @@ static void fill_common(struct perf_result *x, const struct perf_env *e, int ini
 	x->iters = iters;
 	x->warmup = warmup;
 	x->window = o->mode == PERF_MODE_BW || o->mode == PERF_MODE_RATE ? o->window : 1;
+	if (o->emulated && o->mode == PERF_MODE_ITER)
+		x->threads = 1; /* an emulated block is one CPU thread */
 }
 
 static int run_lat(struct perf_report *rep, struct perf_env *e, uint64_t size, int initiator)

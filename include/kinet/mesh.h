@@ -21,7 +21,7 @@ struct kinet_mesh;
 struct kinet_mesh_attr {
 	int qps_per_peer;	 /* QPs to each rank (itself included); >= 1 */
 	struct kinet_qp_attr qp; /* template; send_cq/recv_cq are ignored */
-	uint32_t cq_depth;	 /* CQEs of each CQ; 0: sq_depth (send), rq_depth (recv) */
+	uint32_t cq_depth;	 /* CQEs of each CQ; 0: twice sq_depth (send), rq_depth (recv) */
 	int with_recv;		 /* give every QP a receive queue and recv CQ */
 };
 

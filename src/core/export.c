@@ -76,6 +76,23 @@ static int check_exclusive_cq(struct kinet_qp *qp, struct kinet_cq *cq, const ch
 	return 0;
 }
 
+static int scratch_register(struct kinet_qp *qp)
+{
+	int ret;
+
+	if (qp->scratch_mr)
+		return 0;
+	qp->scratch = kinet_host_alloc(qp->ctx, 64);
+	if (!qp->scratch)
+		return -ENOMEM;
+	ret = kinet_mr_reg(qp->ctx, qp->scratch, 64, KINET_ACCESS_LOCAL_WRITE, &qp->scratch_mr);
+	if (ret) {
+		kinet_host_free(qp->ctx, qp->scratch);
+		qp->scratch = NULL;
+	}
+	return ret;
+}
+
 static int qp_fill(struct kinet_qp *qp, struct kinet_dev_qp *d)
 {
 	struct kinet_ctx *ctx = qp->ctx;
@@ -107,6 +124,8 @@ static int qp_fill(struct kinet_qp *qp, struct kinet_dev_qp *d)
 	d->send_cq = qp->attr.send_cq->dev;
 	d->recv_cq = qp->attr.recv_cq ? qp->attr.recv_cq->dev : NULL;
 	d->err = kinet_host_dev_ptr(ctx, ctx->dev_err);
+	d->scratch = (uint64_t)(uintptr_t)qp->scratch;
+	d->scratch_lkey = kinet_mr_lkey(qp->scratch_mr);
 	/* Work posted from the host before export counts as posted. */
 	d->sq_reserved = d->sq_ready = d->sq_done = qp->sq_pi;
 	d->rq_reserved = d->rq_ready = d->rq_done = qp->rq_pi;
@@ -150,6 +169,24 @@ int kinet_qp_export(struct kinet_qp *qp, struct kinet_dev_qp **dev_qp)
 		if (ret)
 			return ret;
 	}
+	/* Device code signals every WQE and reuses a slot only once its CQE is
+	 * consumed, so up to sq_depth CQEs can wait in the CQ, which keeps one
+	 * slot for reporting an overrun. */
+	if (scq->depth <= qp->sq_bbs) {
+		KINET_ERR("kinet_qp_export: QP %u: send CQ depth %u must exceed the send queue depth %u "
+			  "(use at least twice the send queue depth)",
+			  qp->qpn, scq->depth, qp->sq_bbs);
+		return -EINVAL;
+	}
+	if (rcq && rcq->depth <= qp->rq_depth) {
+		KINET_ERR(
+			"kinet_qp_export: QP %u: receive CQ depth %u must exceed the receive queue depth %u",
+			qp->qpn, rcq->depth, qp->rq_depth);
+		return -EINVAL;
+	}
+	ret = scratch_register(qp);
+	if (ret)
+		return ret;
 	/* CQs first, each under its own poll_lock: the host poller takes
 	 * poll_lock then post_lock, so they are never nested the other way. */
 	ret = cq_export(scq);

@@ -162,6 +162,10 @@ struct kinet_qp {
 	atomic_int refs;      /* transports holding the QP as a target */
 
 	struct kinet_dev_qp *dev; /* exported descriptor, or NULL */
+	/* Landing place of the old value of device signals (remote adds the
+	 * caller does not read), registered at export. */
+	uint64_t *scratch;
+	struct kinet_mr *scratch_mr;
 	struct kinet_qp *next_in_ctx;
 };
 

@@ -51,11 +51,12 @@ static void mq_destroy(struct mesh_qp *m)
 static int mq_create(struct kinet_ctx *ctx, const struct kinet_mesh_attr *a, struct mesh_qp *m)
 {
 	struct kinet_qp_attr qa = a->qp;
-	struct kinet_cq_attr ca = {a->cq_depth ? a->cq_depth : qa.sq_depth};
+	/* Exported QPs need CQs deeper than their queues (kinet_qp_export). */
+	struct kinet_cq_attr ca = {a->cq_depth ? a->cq_depth : 2 * qa.sq_depth};
 	int ret = kinet_cq_create(ctx, &ca, &m->scq);
 
 	if (!ret && a->with_recv) {
-		ca.depth = a->cq_depth ? a->cq_depth : qa.rq_depth;
+		ca.depth = a->cq_depth ? a->cq_depth : 2 * qa.rq_depth;
 		ret = kinet_cq_create(ctx, &ca, &m->rcq);
 	}
 	if (!ret) {

@@ -90,6 +90,9 @@ static void qp_free(struct kinet_qp *qp)
 	struct kinet_ctx *ctx = qp->ctx;
 
 	kinet_dev_free(ctx, qp->dev);
+	if (qp->scratch_mr)
+		kinet_mr_dereg(qp->scratch_mr);
+	kinet_host_free(ctx, qp->scratch);
 	kinet_host_free(ctx, qp->sq);
 	kinet_host_free(ctx, qp->rq);
 	kinet_host_free(ctx, qp->dbrec);

@@ -32,8 +32,8 @@
  * across pid namespaces, as host ids (remote.c) already do.
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>

@@ -151,8 +151,8 @@ void ofi_peer_fail(struct kinet_carrier *c, struct kinet_carrier_peer *p, int fi
 		p->status = -EHOSTUNREACH;
 	}
 	fi_av_straddr(c->av, p->addr, name, &len);
-	KINET_WARN("ofi carrier: peer %s is gone: %s%s%s", name, fi_strerror(fi_err),
-		   why && *why ? ": " : "", why ? why : "");
+	KINET_WARN("ofi carrier: peer %s is gone: %s%s%s", name, fi_strerror(fi_err), why && *why ? ": " : "",
+		   why ? why : "");
 }
 
 /* A peer is busy while sends to it are in flight or were refused with
@@ -246,7 +246,8 @@ static int ofi_address(struct kinet_carrier *c, void *addr, size_t *len)
 	return 0;
 }
 
-static int ofi_peer_get(struct kinet_carrier *c, const void *addr, size_t len, struct kinet_carrier_peer **peer)
+static int ofi_peer_get(struct kinet_carrier *c, const void *addr, size_t len,
+			struct kinet_carrier_peer **peer)
 {
 	pthread_mutex_lock(&c->lock);
 	int rc = ofi_peer_lookup(c, addr, len, peer);
@@ -255,8 +256,8 @@ static int ofi_peer_get(struct kinet_carrier *c, const void *addr, size_t len, s
 }
 
 /* Builds the message in buf; its length. */
-static size_t ofi_pack(struct kinet_carrier *c, struct kinet_carrier_peer *p, uint8_t *buf, const struct iovec *iov,
-		       int iovcnt, size_t total)
+static size_t ofi_pack(struct kinet_carrier *c, struct kinet_carrier_peer *p, uint8_t *buf,
+		       const struct iovec *iov, int iovcnt, size_t total)
 {
 	struct ofi_hdr h = {
 		.magic = OFI_MAGIC,
@@ -280,7 +281,8 @@ static size_t ofi_pack(struct kinet_carrier *c, struct kinet_carrier_peer *p, ui
 	return off;
 }
 
-static int ofi_send(struct kinet_carrier *c, struct kinet_carrier_peer *p, const struct iovec *iov, int iovcnt)
+static int ofi_send(struct kinet_carrier *c, struct kinet_carrier_peer *p, const struct iovec *iov,
+		    int iovcnt)
 {
 	struct ofi_op *op;
 	size_t total = 0;
@@ -384,13 +386,15 @@ static int ofi_address(struct kinet_carrier *c, void *addr, size_t *len)
 	return -ENOSYS;
 }
 
-static int ofi_peer_get(struct kinet_carrier *c, const void *addr, size_t len, struct kinet_carrier_peer **peer)
+static int ofi_peer_get(struct kinet_carrier *c, const void *addr, size_t len,
+			struct kinet_carrier_peer **peer)
 {
 	(void)c, (void)addr, (void)len, (void)peer;
 	return -ENOSYS;
 }
 
-static int ofi_send(struct kinet_carrier *c, struct kinet_carrier_peer *p, const struct iovec *iov, int iovcnt)
+static int ofi_send(struct kinet_carrier *c, struct kinet_carrier_peer *p, const struct iovec *iov,
+		    int iovcnt)
 {
 	(void)c, (void)p, (void)iov, (void)iovcnt;
 	return -ENOSYS;

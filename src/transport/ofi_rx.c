@@ -78,8 +78,8 @@ static void ofi_accept(struct kinet_carrier *c, struct kinet_carrier_peer *p, st
 	m->peer = p;
 	p->alive_ns = kinet_now_ns();
 	if (m->seq < p->rx_next) {
-		KINET_WARN("ofi carrier: duplicate message (seq %llu < %llu) dropped", (unsigned long long)m->seq,
-			   (unsigned long long)p->rx_next);
+		KINET_WARN("ofi carrier: duplicate message (seq %llu < %llu) dropped",
+			   (unsigned long long)m->seq, (unsigned long long)p->rx_next);
 		ofi_msg_release(c, m);
 		return;
 	}
@@ -220,7 +220,8 @@ static void ofi_on_error(struct kinet_carrier *c)
 	}
 	c->rx_posted--;
 	if (err.err != FI_ECANCELED)
-		KINET_WARN("ofi carrier: receive failed: %s (%s)", fi_strerror(err.err), detail ? detail : "");
+		KINET_WARN("ofi carrier: receive failed: %s (%s)", fi_strerror(err.err),
+			   detail ? detail : "");
 	ofi_post_recv(c, op);
 }
 

@@ -240,15 +240,17 @@ static int ofi_choose(struct kinet_carrier *c)
 			c->info = ofi_find(NULL, &src, &last);
 	}
 	if (!c->info) {
-		KINET_ERR("ofi carrier: no libfabric provider %s offers reliable datagram (FI_EP_RDM) "
-			  "endpoints with FI_MSG: %s (try KINET_OFI_PROVIDER=tcp;ofi_rxm, shm, verbs;ofi_rxm, "
-			  "efa or cxi; FI_LOG_LEVEL=info shows why)",
-			  want ? want : "(tcp;ofi_rxm or any)", fi_strerror(-last));
+		KINET_ERR(
+			"ofi carrier: no libfabric provider %s offers reliable datagram (FI_EP_RDM) "
+			"endpoints with FI_MSG: %s (try KINET_OFI_PROVIDER=tcp;ofi_rxm, shm, verbs;ofi_rxm, "
+			"efa or cxi; FI_LOG_LEVEL=info shows why)",
+			want ? want : "(tcp;ofi_rxm or any)", fi_strerror(-last));
 		return -ENODEV;
 	}
-	KINET_INFO("ofi carrier: provider %s, domain %s, mr_mode 0x%x, msg_order 0x%llx, av %d", c->info->fabric_attr->prov_name,
-		   c->info->domain_attr->name, (unsigned)c->info->domain_attr->mr_mode,
-		   (unsigned long long)c->info->tx_attr->msg_order, (int)c->info->domain_attr->av_type);
+	KINET_INFO("ofi carrier: provider %s, domain %s, mr_mode 0x%x, msg_order 0x%llx, av %d",
+		   c->info->fabric_attr->prov_name, c->info->domain_attr->name,
+		   (unsigned)c->info->domain_attr->mr_mode, (unsigned long long)c->info->tx_attr->msg_order,
+		   (int)c->info->domain_attr->av_type);
 	return 0;
 }
 
@@ -257,8 +259,8 @@ static int ofi_choose(struct kinet_carrier *c)
 		int rc_ = (call);                                                                            \
 		if (rc_) {                                                                                   \
 			KINET_ERR("ofi carrier: %s (%s): %s", what, c->info->fabric_attr->prov_name,         \
-				  fi_strerror(rc_ < 0 ? -rc_ : rc_));                                         \
-			return rc_ < 0 && -rc_ < 256 ? rc_ : -EIO;                                                        \
+				  fi_strerror(rc_ < 0 ? -rc_ : rc_));                                        \
+			return rc_ < 0 && -rc_ < 256 ? rc_ : -EIO;                                           \
 		}                                                                                            \
 	} while (0)
 
@@ -282,8 +284,8 @@ static int ofi_pool_init(struct kinet_carrier *c, struct ofi_pool *p, int count,
 	}
 	if (!(mr_mode & FI_MR_LOCAL) && kinet_env_long("KINET_OFI_MR_REG", 0) == 0)
 		return 0;
-	OFI_CALL(fi_mr_reg(c->domain, p->mem, p->size, access, 0, (mr_mode & FI_MR_PROV_KEY) ? 0 : key, 0, &p->mr,
-			   NULL),
+	OFI_CALL(fi_mr_reg(c->domain, p->mem, p->size, access, 0, (mr_mode & FI_MR_PROV_KEY) ? 0 : key, 0,
+			   &p->mr, NULL),
 		 "fi_mr_reg of the bounce buffers");
 	if (mr_mode & FI_MR_ENDPOINT) {
 		OFI_CALL(fi_mr_bind(p->mr, &c->ep->fid, 0), "fi_mr_bind to the endpoint");
@@ -343,7 +345,8 @@ int ofi_setup(struct kinet_carrier *c)
 		cq_attr.format = c->cq_format = FI_CQ_FORMAT_CONTEXT; /* the header carries the length */
 		OFI_CALL(fi_cq_open(c->domain, &cq_attr, &c->cq, NULL), "fi_cq_open");
 	}
-	av_attr.type = c->info->domain_attr->av_type == FI_AV_UNSPEC ? FI_AV_TABLE : c->info->domain_attr->av_type;
+	av_attr.type =
+		c->info->domain_attr->av_type == FI_AV_UNSPEC ? FI_AV_TABLE : c->info->domain_attr->av_type;
 	OFI_CALL(fi_av_open(c->domain, &av_attr, &c->av, NULL), "fi_av_open");
 	OFI_CALL(fi_endpoint(c->domain, c->info, &c->ep, NULL), "fi_endpoint");
 	OFI_CALL(fi_ep_bind(c->ep, &c->av->fid, 0), "fi_ep_bind(av)");
@@ -385,10 +388,11 @@ static int ofi_close_fid(struct fid *fid, const char *what)
 	int rc = fid ? fi_close(fid) : 0;
 
 	if (rc == -FI_EBUSY) /* not ours to fix; seen with ofi_rxm 1.17 */
-		KINET_INFO("ofi carrier: the %s stays open: libfabric still holds objects of it (ofi_rxm after "
-			   "simultaneous connects, or a peer that died with sends in flight: "
-			   "ofiwg/libfabric#12016)",
-			   what);
+		KINET_INFO(
+			"ofi carrier: the %s stays open: libfabric still holds objects of it (ofi_rxm after "
+			"simultaneous connects, or a peer that died with sends in flight: "
+			"ofiwg/libfabric#12016)",
+			what);
 	else if (rc)
 		KINET_WARN("ofi carrier: closing the %s: %s", what, fi_strerror(-rc));
 	return rc;

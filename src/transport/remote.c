@@ -224,7 +224,8 @@ static bool has_node_addr(const struct kinet_qp_info *info)
 	return memcmp(info->transport + INFO_NODE_OFF, zero, INFO_NODE_LEN) != 0;
 }
 
-const struct kinet_transport_ops *kinet_remote_choose(struct kinet_ctx *ctx, const struct kinet_qp_info *remote)
+const struct kinet_transport_ops *kinet_remote_choose(struct kinet_ctx *ctx,
+						      const struct kinet_qp_info *remote)
 {
 	const char *mode = transport_mode();
 	bool same_proc = remote->node_id == ctx->node_id;
@@ -251,8 +252,9 @@ const struct kinet_transport_ops *kinet_remote_choose(struct kinet_ctx *ctx, con
 	if (!strcmp(mode, "ofi") || !strcmp(mode, "auto")) {
 		if (ofi_ok)
 			return &kinet_transport_ofi;
-		KINET_ERR("ofi transport: %s", &kinet_carrier_ofi == NULL ? "this build has no libfabric"
-									  : "the peer published no fabric address");
+		KINET_ERR("ofi transport: %s", &kinet_carrier_ofi == NULL
+						       ? "this build has no libfabric"
+						       : "the peer published no fabric address");
 		return NULL;
 	}
 	KINET_ERR("KINET_TRANSPORT=%s: expected auto, local, node or ofi", mode);
@@ -264,7 +266,8 @@ static int rp_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote, e
 	struct rp_state *rs = rp_state_get(qp->ctx);
 	struct rp_carrier *car;
 	struct rp_qp *p;
-	const uint8_t *addr = kind == RP_NODE ? remote->transport + INFO_NODE_OFF : remote->transport + INFO_OFI_OFF;
+	const uint8_t *addr =
+		kind == RP_NODE ? remote->transport + INFO_NODE_OFF : remote->transport + INFO_OFI_OFF;
 	size_t len = kind == RP_NODE ? INFO_NODE_LEN : remote->transport[INFO_OFI_LEN_OFF];
 	int ret;
 

@@ -170,7 +170,8 @@ extern const struct kinet_transport_ops kinet_transport_ofi;
 void kinet_remote_fill_info(struct kinet_ctx *ctx, struct kinet_qp_info *info);
 /* The transport for remote, per $KINET_TRANSPORT; NULL with a logged
  * reason when none can reach it. */
-const struct kinet_transport_ops *kinet_remote_choose(struct kinet_ctx *ctx, const struct kinet_qp_info *remote);
+const struct kinet_transport_ops *kinet_remote_choose(struct kinet_ctx *ctx,
+						      const struct kinet_qp_info *remote);
 /* Closes the carriers (after the engine stopped and the QPs are gone). */
 void kinet_remote_close(struct kinet_ctx *ctx);
 

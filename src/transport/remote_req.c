@@ -127,7 +127,8 @@ static bool tx_pump(struct kinet_engine_thread *t, struct rp_qp *p)
 
 static bool needs_receive(uint8_t opcode)
 {
-	return opcode == KINET_WQE_OP_SEND || opcode == KINET_WQE_OP_SEND_IMM || opcode == KINET_WQE_OP_RDMA_WRITE_IMM;
+	return opcode == KINET_WQE_OP_SEND || opcode == KINET_WQE_OP_SEND_IMM ||
+	       opcode == KINET_WQE_OP_RDMA_WRITE_IMM;
 }
 
 void rp_execute(struct kinet_engine_thread *t, struct kinet_qp *qp, struct kinet_op *op,
@@ -153,7 +154,8 @@ void rp_execute(struct kinet_engine_thread *t, struct kinet_qp *qp, struct kinet
 	s->limit_ms = qp->attr.timeout_ms + (needs_receive(op->opcode) ? qp->attr.rnr_timeout_ms : 0);
 	s->nsge = op->inline_data ? 0 : op->nsge;
 	for (int i = 0; i < s->nsge; i++)
-		s->sge[i] = (struct rp_sge){op->sge[i].ptr, op->sge_len[i], op->sge[i].mr->key, op->sge[i].type};
+		s->sge[i] =
+			(struct rp_sge){op->sge[i].ptr, op->sge_len[i], op->sge[i].mr->key, op->sge[i].type};
 
 	p->tx_hdr = (struct rp_msg){
 		.magic = RP_MAGIC,
@@ -258,7 +260,8 @@ static uint8_t scatter(struct rp_state *rs, struct rp_slot *s, uint32_t off, con
 		uint32_t in = off - pos;
 		uint32_t take = g->len - in < n ? g->len - in : n;
 
-		if (kinet_mr_lookup(rs->ctx, g->key, (uintptr_t)(g->ptr + in), take, KINET_ACCESS_LOCAL_WRITE, &ref))
+		if (kinet_mr_lookup(rs->ctx, g->key, (uintptr_t)(g->ptr + in), take, KINET_ACCESS_LOCAL_WRITE,
+				    &ref))
 			return KINET_SYND_LOCAL_PROT_ERR;
 		if (rp_copy_sync(t, ref.ptr, ref.type, data, KINET_MEM_HOST, take))
 			return KINET_SYND_LOCAL_QP_OP_ERR;
@@ -276,12 +279,14 @@ void rp_on_response(struct rp_state *rs, const struct rp_msg *m, const uint8_t *
 	struct rp_slot *s;
 
 	if (!p || p->qp->remote.qpn != m->src_qpn || p->qp->remote.node_id != m->src_node) {
-		KINET_WARN("remote: dropping a response for unknown QP %u (from QP %u)", m->dst_qpn, m->src_qpn);
+		KINET_WARN("remote: dropping a response for unknown QP %u (from QP %u)", m->dst_qpn,
+			   m->src_qpn);
 		return;
 	}
 	s = slot_of(p, m->seq);
 	if (!s || s->done) {
-		KINET_DBG("QP %u: late response for operation %llu dropped", p->qp->qpn, (unsigned long long)m->seq);
+		KINET_DBG("QP %u: late response for operation %llu dropped", p->qp->qpn,
+			  (unsigned long long)m->seq);
 		return;
 	}
 	if (m->syndrome) {

@@ -95,8 +95,8 @@ static void respond(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg
 
 static void refuse(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg *m, uint8_t syndrome)
 {
-	KINET_INFO("remote: QP %u refuses operation %llu (opcode 0x%02x) of QP %u: syndrome 0x%02x", m->dst_qpn,
-		   (unsigned long long)m->seq, m->opcode, m->src_qpn, syndrome);
+	KINET_INFO("remote: QP %u refuses operation %llu (opcode 0x%02x) of QP %u: syndrome 0x%02x",
+		   m->dst_qpn, (unsigned long long)m->seq, m->opcode, m->src_qpn, syndrome);
 	respond(rs, ch, m, syndrome, 0, NULL, 0, true);
 	ch->failed = true;
 }
@@ -138,7 +138,8 @@ static int take_receive(struct rp_state *rs, struct rp_chan *ch, struct kinet_qp
 		uint32_t lkey = kinet_be32(sg.lkey), len = kinet_be32(sg.byte_count);
 		if (lkey == KINET_INVALID_LKEY)
 			break;
-		if (kinet_mr_lookup(rs->ctx, lkey, kinet_be64(sg.addr), len, KINET_ACCESS_LOCAL_WRITE, &ref)) {
+		if (kinet_mr_lookup(rs->ctx, lkey, kinet_be64(sg.addr), len, KINET_ACCESS_LOCAL_WRITE,
+				    &ref)) {
 			resp_synd = KINET_SYND_LOCAL_PROT_ERR;
 			break;
 		}
@@ -154,11 +155,13 @@ static int take_receive(struct rp_state *rs, struct rp_chan *ch, struct kinet_qp
 	/* The responder's receive fails and its QP enters the error state. */
 	responder_cqe(tq, KINET_CQE_RESP_ERR, ch->cur_index, 0, 0, resp_synd);
 	kinet_qp_to_error(tq, "receive failed");
-	return resp_synd == KINET_SYND_LOCAL_LENGTH_ERR ? KINET_SYND_REMOTE_INVAL_REQ_ERR : KINET_SYND_REMOTE_OP_ERR;
+	return resp_synd == KINET_SYND_LOCAL_LENGTH_ERR ? KINET_SYND_REMOTE_INVAL_REQ_ERR
+							: KINET_SYND_REMOTE_OP_ERR;
 }
 
 /* Places a send fragment into the receive WQE taken for it. */
-static int scatter_recv(struct rp_state *rs, struct rp_chan *ch, uint32_t off, const uint8_t *data, uint32_t n)
+static int scatter_recv(struct rp_state *rs, struct rp_chan *ch, uint32_t off, const uint8_t *data,
+			uint32_t n)
 {
 	uint32_t pos = 0;
 
@@ -171,7 +174,8 @@ static int scatter_recv(struct rp_state *rs, struct rp_chan *ch, uint32_t off, c
 			continue;
 		}
 		uint32_t in = off - pos, take = g->len - in < n ? g->len - in : n;
-		if (kinet_mr_lookup(rs->ctx, g->key, (uintptr_t)(g->ptr + in), take, KINET_ACCESS_LOCAL_WRITE, &ref) ||
+		if (kinet_mr_lookup(rs->ctx, g->key, (uintptr_t)(g->ptr + in), take, KINET_ACCESS_LOCAL_WRITE,
+				    &ref) ||
 		    rp_copy_sync(thread0(rs), ref.ptr, ref.type, data, KINET_MEM_HOST, take))
 			return -EIO;
 		data += take;
@@ -240,8 +244,8 @@ static int do_send(struct rp_state *rs, struct rp_chan *ch, struct kinet_qp *tq,
 	if (m->flags & RP_FLAG_LAST) {
 		bool imm = m->opcode == KINET_WQE_OP_SEND_IMM;
 
-		responder_cqe(tq, imm ? KINET_CQE_RESP_SEND_IMM : KINET_CQE_RESP_SEND, ch->cur_index, m->length,
-			      m->imm_be, 0);
+		responder_cqe(tq, imm ? KINET_CQE_RESP_SEND_IMM : KINET_CQE_RESP_SEND, ch->cur_index,
+			      m->length, m->imm_be, 0);
 		respond(rs, ch, m, 0, 0, NULL, 0, true);
 		ch->cur_seq = 0;
 	}
@@ -286,7 +290,8 @@ static int do_atomic(struct rp_state *rs, struct rp_chan *ch, const struct rp_ms
 			old = __atomic_fetch_add(p, m->swap_add, __ATOMIC_SEQ_CST);
 		} else {
 			old = m->compare;
-			__atomic_compare_exchange_n(p, &old, m->swap_add, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+			__atomic_compare_exchange_n(p, &old, m->swap_add, false, __ATOMIC_SEQ_CST,
+						    __ATOMIC_SEQ_CST);
 		}
 	} else {
 		/* GPU memory: serialised with every other kinet atomic on
@@ -296,7 +301,9 @@ static int do_atomic(struct rp_state *rs, struct rp_chan *ch, const struct rp_ms
 
 		pthread_mutex_lock(&rs->ctx->atomic_lock);
 		rc = rp_copy_sync(thread0(rs), &old, KINET_MEM_HOST, ref.ptr, ref.type, 8);
-		val = m->opcode == KINET_WQE_OP_ATOMIC_FA ? old + m->swap_add : old == m->compare ? m->swap_add : old;
+		val = m->opcode == KINET_WQE_OP_ATOMIC_FA ? old + m->swap_add
+		      : old == m->compare		  ? m->swap_add
+							  : old;
 		if (!rc)
 			rc = rp_copy_sync(thread0(rs), ref.ptr, ref.type, &val, KINET_MEM_HOST, 8);
 		pthread_mutex_unlock(&rs->ctx->atomic_lock);
@@ -406,8 +413,9 @@ static int chan_progress(struct rp_state *rs, struct rp_chan *ch)
 		if (r == H_RNR && waited > (uint64_t)h->msg.rnr_timeout_ms * 1000000ull) {
 			refuse(rs, ch, &h->msg, KINET_SYND_RNR_RETRY_EXC_ERR);
 		} else if (r == H_NOT_READY && waited > (uint64_t)h->msg.timeout_ms * 1000000ull) {
-			KINET_WARN("remote: dropping operation %llu of QP %u: QP %u is not there or not ready",
-				   (unsigned long long)h->msg.seq, h->msg.src_qpn, h->msg.dst_qpn);
+			KINET_WARN(
+				"remote: dropping operation %llu of QP %u: QP %u is not there or not ready",
+				(unsigned long long)h->msg.seq, h->msg.src_qpn, h->msg.dst_qpn);
 		} else if (r != H_DONE) {
 			break;
 		}

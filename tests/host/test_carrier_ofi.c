@@ -105,8 +105,8 @@ static void on_msg(struct kinet_carrier *c, struct kinet_carrier_peer *peer, con
 	memcpy(head, b, sizeof(head));
 	if (head[0] != (uint32_t)(s->dir ^ 1) || head[1] != s->received || len != msg_size(head[1])) {
 		if (s->bad++ < 5)
-			fprintf(stderr, "got dir %u msg %u of %zu bytes, expected msg %u of %zu\n", head[0], head[1],
-				len, s->received, msg_size(s->received));
+			fprintf(stderr, "got dir %u msg %u of %zu bytes, expected msg %u of %zu\n", head[0],
+				head[1], len, s->received, msg_size(s->received));
 		s->received++;
 		return;
 	}
@@ -128,7 +128,8 @@ static void on_msg(struct kinet_carrier *c, struct kinet_carrier_peer *peer, con
 static void loopback_env(void)
 {
 	setenv("KINET_OFI_PROVIDER", "tcp;ofi_rxm", 0);
-	if (strstr(getenv("KINET_OFI_PROVIDER"), "tcp") && !getenv("KINET_OFI_ADDR") && !getenv("KINET_OFI_IFACE"))
+	if (strstr(getenv("KINET_OFI_PROVIDER"), "tcp") && !getenv("KINET_OFI_ADDR") &&
+	    !getenv("KINET_OFI_IFACE"))
 		setenv("KINET_OFI_ADDR", "127.0.0.1", 1);
 }
 
@@ -143,7 +144,8 @@ static int side_open(struct side *s, uint8_t dir, char *why, size_t whylen)
 	if (rc == -ENOSYS || rc == -ENODEV) {
 		snprintf(why, whylen, "%s",
 			 rc == -ENOSYS ? "kinet was built without libfabric"
-				       : "libfabric provider (KINET_OFI_PROVIDER, default tcp;ofi_rxm) not available");
+				       : "libfabric provider (KINET_OFI_PROVIDER, default tcp;ofi_rxm) not "
+					 "available");
 		kinet_ctx_close(s->ctx);
 		s->ctx = NULL;
 		return 0;
@@ -201,11 +203,12 @@ static int exchange(struct side *a, struct side *b, uint32_t n)
 	while (a->received < n || b->received < n) {
 		if (pump(a) || pump(b))
 			return -1;
-		if (kinet_carrier_ofi.progress(a->c, on_msg, a) < 0 || kinet_carrier_ofi.progress(b->c, on_msg, b) < 0)
+		if (kinet_carrier_ofi.progress(a->c, on_msg, a) < 0 ||
+		    kinet_carrier_ofi.progress(b->c, on_msg, b) < 0)
 			return -1;
 		if (kt_now_ms() > end) {
-			fprintf(stderr, "timeout: a sent %u got %u, b sent %u got %u\n", a->sent, a->received, b->sent,
-				b->received);
+			fprintf(stderr, "timeout: a sent %u got %u, b sent %u got %u\n", a->sent, a->received,
+				b->sent, b->received);
 			return -1;
 		}
 	}
@@ -383,8 +386,8 @@ KT_TEST(peer_gone)
 			break;
 		kt_sleep_ms(1);
 	}
-	printf("  gone after %llu ms: send %d, peer_status %d\n", (unsigned long long)(kt_now_ms() - start), rc,
-	       st);
+	printf("  gone after %llu ms: send %d, peer_status %d\n", (unsigned long long)(kt_now_ms() - start),
+	       rc, st);
 	KT_CHECK(st != 0 || (rc != 0 && rc != -EAGAIN));
 	st = kinet_carrier_ofi.peer_status(a.c, a.peer);
 	KT_CHECK(st == -ECONNRESET || st == -EHOSTUNREACH);
@@ -421,6 +424,84 @@ KT_TEST(peer_gone)
 	       (unsigned long long)(kt_now_ms() - start), rc, st);
 	KT_CHECK(st != 0 || (rc != 0 && rc != -EAGAIN));
 	side_close(&a);
+}
+
+KT_TEST(registered_buffers)
+{
+	struct side a, b;
+	char why[128];
+	int rc;
+
+	if (in_netns_mode())
+		KT_SKIP("in-process tests do not run under tests/netns/run.sh");
+	loopback_env();
+	/* register the bounce buffers even where the provider does not need
+	 * it (FI_MR_LOCAL), and pass their descriptors */
+	setenv("KINET_OFI_MR_REG", "1", 1);
+	rc = side_open(&a, 0, why, sizeof(why));
+	if (rc == 1 && side_open(&b, 1, why, sizeof(why)) != 1) {
+		side_close(&a);
+		rc = -1;
+	}
+	unsetenv("KINET_OFI_MR_REG");
+	if (rc == 0)
+		KT_SKIP("%s", why);
+	KT_CHECK(rc == 1);
+	KT_OK(peer_of(&a, &b, &a.peer));
+	KT_OK(peer_of(&b, &a, &b.peer));
+	KT_OK(exchange(&a, &b, 300));
+	KT_CHECK_EQ(a.bad + b.bad, 0);
+	side_close(&a);
+	side_close(&b);
+}
+
+static void *sender_thread(void *arg)
+{
+	struct side *s = arg;
+	uint64_t end = kt_now_ms() + DEADLINE_MS;
+
+	while (s->sent < s->nmsgs && kt_now_ms() < end) {
+		int rc = send_one(s, s->sent);
+		if (rc == 0)
+			s->sent++;
+		else if (rc == -EAGAIN)
+			sched_yield();
+		else
+			break;
+	}
+	return NULL;
+}
+
+KT_TEST(send_while_progressing)
+{
+	struct side a, b;
+	char why[128];
+	pthread_t t;
+	int rc;
+
+	if (in_netns_mode())
+		KT_SKIP("in-process tests do not run under tests/netns/run.sh");
+	loopback_env();
+	if ((rc = side_open(&a, 0, why, sizeof(why))) == 0)
+		KT_SKIP("%s", why);
+	KT_CHECK(rc == 1);
+	KT_CHECK_EQ(side_open(&b, 1, why, sizeof(why)), 1);
+	KT_OK(peer_of(&a, &b, &a.peer));
+	KT_OK(peer_of(&b, &a, &b.peer));
+	/* one thread sends on a while this one drives a's and b's progress */
+	a.nmsgs = 1000;
+	KT_OK(pthread_create(&t, NULL, sender_thread, &a));
+	uint64_t end = kt_now_ms() + DEADLINE_MS;
+	while (b.received < a.nmsgs && kt_now_ms() < end) {
+		kinet_carrier_ofi.progress(a.c, on_msg, &a);
+		kinet_carrier_ofi.progress(b.c, on_msg, &b);
+	}
+	pthread_join(t, NULL);
+	KT_CHECK_EQ(a.sent, a.nmsgs);
+	KT_CHECK_EQ(b.received, a.nmsgs);
+	KT_CHECK_EQ(b.bad, 0);
+	side_close(&a);
+	side_close(&b);
 }
 
 /* ---- across processes (tests/netns/run.sh) -------------------------------- */
@@ -467,7 +548,8 @@ static int root_socket(int rank, const char *root, uint64_t end)
 	if (rank == 0) {
 		int lfd = socket(AF_INET, SOCK_STREAM, 0);
 		setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 1) || sock_wait(lfd, POLLIN, end)) {
+		if (bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 1) ||
+		    sock_wait(lfd, POLLIN, end)) {
 			perror("root listen");
 			close(lfd);
 			return -1;
@@ -521,7 +603,8 @@ KT_TEST(two_ranks)
 		KT_CHECK(kinet_carrier_ofi.progress(s.c, on_msg, &s) >= 0);
 		KT_OK(kinet_carrier_ofi.peer_status(s.c, s.peer));
 	}
-	printf("  rank %d: sent %u, received %u, bad %d, -EAGAIN %d\n", rank, s.sent, s.received, s.bad, s.eagain);
+	printf("  rank %d: sent %u, received %u, bad %d, -EAGAIN %d\n", rank, s.sent, s.received, s.bad,
+	       s.eagain);
 	KT_CHECK_EQ(s.received, s.nmsgs);
 	KT_CHECK_EQ(s.bad, 0);
 	KT_CHECK(s.from == s.peer);
@@ -539,4 +622,5 @@ KT_TEST(two_ranks)
 	side_close(&s);
 }
 
-KT_MAIN(both_directions_in_order, back_pressure, send_from_deliver, peer_gone, two_ranks)
+KT_MAIN(both_directions_in_order, back_pressure, send_from_deliver, registered_buffers,
+	send_while_progressing, peer_gone, two_ranks)

@@ -100,8 +100,8 @@ static inline int mp_check(const uint8_t *p, size_t n, int from, int to, int k)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (p[i] != mp_byte(from, to, k, i)) {
-			fprintf(stderr, "data from rank %d to %d (round %d) differs at byte %zu: %u != %u\n", from,
-				to, k, i, p[i], mp_byte(from, to, k, i));
+			fprintf(stderr, "data from rank %d to %d (round %d) differs at byte %zu: %u != %u\n",
+				from, to, k, i, p[i], mp_byte(from, to, k, i));
 			return -1;
 		}
 	}

@@ -10,8 +10,8 @@
 #include "mp_common.h"
 
 #define RING 16
-#define SZ 3000u    /* put_signal payload */
-#define BLK 70000u  /* all-to-all block: two fragments */
+#define SZ 3000u   /* put_signal payload */
+#define BLK 70000u /* all-to-all block: two fragments */
 
 static struct mp m;
 static struct kinet_dev_qp **dev;
@@ -101,7 +101,8 @@ KT_TEST(put_signal_and_alltoall)
 	int bad = 0;
 	for (int s = 0; s < m.size; s++) {
 		for (int k = 0; k < RING; k++) {
-			if (kinet_dev_signal_wait_until(NULL, sig(0, s), KINET_DEV_CMP_GE, (uint64_t)k + 1, NULL) ||
+			if (kinet_dev_signal_wait_until(NULL, sig(0, s), KINET_DEV_CMP_GE, (uint64_t)k + 1,
+							NULL) ||
 			    mp_check(m.buf + ring_in(s, k), SZ, s, m.rank, k))
 				bad++;
 		}

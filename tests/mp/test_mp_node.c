@@ -79,8 +79,8 @@ static int expect_send(int p, int n, int status)
 	}
 	for (int i = 0; i < n; i++) {
 		if (wc[i].status != (i == n - 1 ? status : 0) || wc[i].wr_id != (uint64_t)i) {
-			fprintf(stderr, "rank %d: QP to %d: completion %d: wr_id %llu status 0x%x\n", m.rank, p, i,
-				(unsigned long long)wc[i].wr_id, wc[i].status);
+			fprintf(stderr, "rank %d: QP to %d: completion %d: wr_id %llu status 0x%x\n", m.rank,
+				p, i, (unsigned long long)wc[i].wr_id, wc[i].status);
 			return -1;
 		}
 	}
@@ -128,18 +128,20 @@ KT_TEST(all_opcodes)
 		uint32_t rk = m.peer[p].rkey;
 		int id = 0;
 
-		wr = wr_of(p, id++, KINET_WR_RDMA_WRITE, &sge[0], reg(R_SRC, p), SLOT, reg(R_DATA, m.rank), rk);
+		wr = wr_of(p, id++, KINET_WR_RDMA_WRITE, &sge[0], reg(R_SRC, p), SLOT, reg(R_DATA, m.rank),
+			   rk);
 		KT_OK(post(p, &wr));
 		wr = wr_of(p, id++, KINET_WR_SEND_WITH_IMM, &sge[1], reg(R_SRC, p), SEND_LEN, 0, 0);
 		KT_OK(post(p, &wr));
 		for (int i = 0; i < NFA; i++) {
-			wr = wr_of(p, id++, KINET_WR_ATOMIC_FETCH_AND_ADD, &sge[2 + i], atom_off(2 + p * 8 + i), 8,
-				   atom_off(0), rk);
+			wr = wr_of(p, id++, KINET_WR_ATOMIC_FETCH_AND_ADD, &sge[2 + i],
+				   atom_off(2 + p * 8 + i), 8, atom_off(0), rk);
 			wr.remote_addr = m.peer[p].addr + atom_off(0);
 			wr.compare_add = 1;
 			KT_OK(post(p, &wr));
 		}
-		wr = wr_of(p, id++, KINET_WR_ATOMIC_CMP_AND_SWP, &sge[6], atom_off(2 + p * 8 + 5), 8, atom_off(1), rk);
+		wr = wr_of(p, id++, KINET_WR_ATOMIC_CMP_AND_SWP, &sge[6], atom_off(2 + p * 8 + 5), 8,
+			   atom_off(1), rk);
 		wr.compare_add = 0;
 		wr.swap = (uint64_t)m.rank + 1;
 		KT_OK(post(p, &wr));
@@ -175,8 +177,8 @@ KT_TEST(all_opcodes)
 			   m.peer[p].rkey);
 		KT_OK(post(p, &wr));
 		mp_fill(m.buf + reg(R_SRC, p), IMM_LEN, m.rank, p, 1);
-		wr = wr_of(p, 1, KINET_WR_RDMA_WRITE_WITH_IMM, &sge[1], reg(R_SRC, p), IMM_LEN, reg(R_DATA, m.rank),
-			   m.peer[p].rkey);
+		wr = wr_of(p, 1, KINET_WR_RDMA_WRITE_WITH_IMM, &sge[1], reg(R_SRC, p), IMM_LEN,
+			   reg(R_DATA, m.rank), m.peer[p].rkey);
 		KT_OK(post(p, &wr));
 		KT_OK(expect_send(p, 2, 0));
 		KT_OK(mp_check(m.buf + reg(R_READ, p), SLOT, m.rank, p, 0));
@@ -187,12 +189,21 @@ KT_TEST(all_opcodes)
 	}
 	KT_OK(kinet_boot_barrier(m.boot));
 
-	/* A wrong rkey: remote access error, the QP to the next rank fails. */
+	/* A wrong rkey: remote access error, the QP to the next rank fails.
+	 * With two ranks only rank 0 does it: both ends of one connection
+	 * failing at once would leave the second request facing a responder
+	 * in the error state, which (rightly) never answers. */
 	int p = (m.rank + 1) % n;
-	wr = wr_of(p, 0, KINET_WR_RDMA_WRITE, &sge[0], reg(R_SRC, p), 64, reg(R_DATA, m.rank), m.peer[p].rkey ^ 0x80);
-	KT_OK(post(p, &wr));
-	KT_OK(expect_send(p, 1, KINET_SYND_REMOTE_ACCESS_ERR));
-	KT_CHECK_EQ(kinet_qp_state(kinet_mesh_qp(m.mesh, p, 0)), KINET_QPS_ERR);
+	if (n > 2 || m.rank == 0) {
+		wr = wr_of(p, 0, KINET_WR_RDMA_WRITE, &sge[0], reg(R_SRC, p), 64, reg(R_DATA, m.rank),
+			   m.peer[p].rkey ^ 0x80);
+		KT_OK(post(p, &wr));
+		KT_OK(expect_send(p, 1, KINET_SYND_REMOTE_ACCESS_ERR));
+		KT_CHECK_EQ(kinet_qp_state(kinet_mesh_qp(m.mesh, p, 0)), KINET_QPS_ERR);
+	}
+	/* Nobody leaves before every rank has its answer: a peer that has
+	 * gone is (rightly) a transport error. */
+	KT_OK(kinet_boot_barrier(m.boot));
 	mp_close(&m);
 }
 

@@ -37,7 +37,8 @@ static int side_open(struct side *s, int with_recv)
 
 	kinet_ctx_attr_init(&ca);
 	ca.cuda_device = -2;
-	if ((rc = kinet_ctx_open(&ca, &s->ctx)) || (rc = kinet_mr_reg(s->ctx, s->buf, sizeof(s->buf), MP_ACC_ALL, &s->mr)))
+	if ((rc = kinet_ctx_open(&ca, &s->ctx)) ||
+	    (rc = kinet_mr_reg(s->ctx, s->buf, sizeof(s->buf), MP_ACC_ALL, &s->mr)))
 		return rc;
 	for (int i = 0; i < 2; i++) {
 		if ((rc = kinet_cq_create(s->ctx, &cqa, &s->cq[i])))
@@ -65,7 +66,8 @@ static int hello_of(struct side *s, struct hello *h)
 static int xfer(int fd, void *p, size_t n, int out)
 {
 	for (size_t done = 0; done < n;) {
-		ssize_t r = out ? write(fd, (char *)p + done, n - done) : read(fd, (char *)p + done, n - done);
+		ssize_t r =
+			out ? write(fd, (char *)p + done, n - done) : read(fd, (char *)p + done, n - done);
 		if (r <= 0)
 			return -1;
 		done += (size_t)r;
@@ -129,8 +131,13 @@ KT_TEST(peer_killed)
 
 	/* It works while the child lives. */
 	struct kinet_sge sge = {(uint64_t)(uintptr_t)s.buf, 64, kinet_mr_lkey(s.mr)};
-	struct kinet_send_wr wr = {.wr_id = 1, .opcode = KINET_WR_RDMA_WRITE, .send_flags = KINET_SEND_SIGNALED,
-				   .sg_list = &sge, .num_sge = 1, .remote_addr = peer.mr.addr, .rkey = peer.mr.rkey};
+	struct kinet_send_wr wr = {.wr_id = 1,
+				   .opcode = KINET_WR_RDMA_WRITE,
+				   .send_flags = KINET_SEND_SIGNALED,
+				   .sg_list = &sge,
+				   .num_sge = 1,
+				   .remote_addr = peer.mr.addr,
+				   .rkey = peer.mr.rkey};
 	KT_OK(kinet_post_send(s.qp[0], &wr, 1, NULL));
 	KT_OK(poll_one(s.cq[0], &wc, 5000));
 	KT_CHECK_EQ(wc.status, 0);

@@ -52,7 +52,8 @@ static void make_wr(struct perf_env *e, int q, size_t p, uint64_t i, struct cpu_
 		break;
 	case PERF_OP_FETCH_ADD:
 	case PERF_OP_COMPARE_SWAP:
-		wr->opcode = o->op == PERF_OP_FETCH_ADD ? KINET_WR_ATOMIC_FETCH_AND_ADD : KINET_WR_ATOMIC_CMP_AND_SWP;
+		wr->opcode = o->op == PERF_OP_FETCH_ADD ? KINET_WR_ATOMIC_FETCH_AND_ADD
+							: KINET_WR_ATOMIC_CMP_AND_SWP;
 		w->sge[0].addr = (uint64_t)(uintptr_t)&e->results[p];
 		w->sge[0].length = 8;
 		w->sge[0].lkey = kinet_mr_lkey(e->res_mr);

@@ -164,7 +164,8 @@ __global__ void perf_empty_kernel(void)
 }
 
 /* GPU side of the ping-pong: stamps each round trip with %globaltimer. */
-__global__ void perf_ping_kernel(uint64_t *ping, uint64_t *pong, uint64_t n, uint64_t *samples, uint32_t *failed)
+__global__ void perf_ping_kernel(uint64_t *ping, uint64_t *pong, uint64_t n, uint64_t *samples,
+				 uint32_t *failed)
 {
 	for (uint64_t i = 1; i <= n; i++) {
 		uint64_t t0 = kinet_dev_now_ns();
@@ -214,7 +215,8 @@ static double cuda_copy_gbs(enum perf_mem from, enum perf_mem to, uint64_t size)
 		for (uint64_t r = 0; r < reps; r++)
 			cudaMemcpyAsync(dst, src, size, cudaMemcpyDefault, s);
 		cudaEventRecord(e1, s);
-		if (cudaEventSynchronize(e1) != cudaSuccess || cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess) {
+		if (cudaEventSynchronize(e1) != cudaSuccess ||
+		    cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess) {
 			cudaGetLastError();
 			break;
 		}

@@ -45,11 +45,11 @@ struct perf_kargs {
 	uint32_t res_lkey;
 	uint64_t warmup, iters;
 	uint32_t window;
-	uint64_t *samples;  /* per timed iteration (lat, iter), ns */
-	uint64_t *t0, *t1;  /* per thread: timed span, ns */
-	uint64_t *barrier;  /* grid barrier counter */
-	uint32_t *status;   /* first failure: errno */
-	uint64_t *fail_at;  /* its iteration */
+	uint64_t *samples; /* per timed iteration (lat, iter), ns */
+	uint64_t *t0, *t1; /* per thread: timed span, ns */
+	uint64_t *barrier; /* grid barrier counter */
+	uint32_t *status;  /* first failure: errno */
+	uint64_t *fail_at; /* its iteration */
 	/* iter */
 	float *work;
 	uint32_t work_n;
@@ -112,7 +112,8 @@ KINET_DEV_FN int perf_post(const struct perf_kargs *a, struct kinet_dev_qp *qp, 
 	case PERF_OP_COMPARE_SWAP:
 		return kinet_dev_compare_swap(qp, &a->results[tid], a->res_lkey, dst, a->rkey, i, i + 1, tk);
 	case PERF_OP_PUT_SIGNAL:
-		return kinet_dev_put_signal(qp, src, a->lkey, dst, a->rkey, a->size, a->sig + 8 * q, a->rkey, 1, tk);
+		return kinet_dev_put_signal(qp, src, a->lkey, dst, a->rkey, a->size, a->sig + 8 * q, a->rkey,
+					    1, tk);
 	default:
 		return kinet_dev_send(qp, src, a->lkey, a->size, tk);
 	}
@@ -366,7 +367,8 @@ static int args_status(struct perf_env *e, struct perf_kargs *a, char *err, size
 		return 0;
 	memset(&ke, 0, sizeof(ke));
 	kinet_ctx_last_error(e->ctx, &ke);
-	snprintf(err, errlen, "device status %u (%s) at iteration %llu; context error %d syndrome 0x%x qpn %u", st,
+	snprintf(err, errlen,
+		 "device status %u (%s) at iteration %llu; context error %d syndrome 0x%x qpn %u", st,
 		 kinet_strerror(-(int)st), (unsigned long long)at, ke.status, ke.syndrome, ke.qpn);
 	return -(int)st;
 }
@@ -437,12 +439,14 @@ int perf_gpu_bw(struct perf_env *e, long warmup, long iters, int window, double 
 	{
 		/* The grid barrier needs every block resident at once. */
 		int per_sm = 0, sms = perf_gpu_sm_count();
-		rc = cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, perf_bw_kernel, o->threads, 0),
-				"occupancy", err, errlen);
+		rc = cuda_check(
+			cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, perf_bw_kernel, o->threads, 0),
+			"occupancy", err, errlen);
 		if (rc)
 			goto out;
 		if ((long)per_sm * sms < o->blocks) {
-			snprintf(err, errlen, "%d blocks of %d threads cannot all be resident (%d per SM x %d SMs)",
+			snprintf(err, errlen,
+				 "%d blocks of %d threads cannot all be resident (%d per SM x %d SMs)",
 				 o->blocks, o->threads, per_sm, sms);
 			rc = -EINVAL;
 			goto out;

@@ -73,9 +73,9 @@ struct perf_opts {
 	enum kinet_db_mode db_mode;
 	int sharing; /* enum kinet_qp_sharing, or -1: derived from the layout */
 	enum perf_mem src_mem, dst_mem;
-	long iters;  /* 0: default of the mode and size */
-	long warmup; /* -1: default */
-	int window;  /* outstanding operations per thread (bw, rate) */
+	long iters;	 /* 0: default of the mode and size */
+	long warmup;	 /* -1: default */
+	int window;	 /* outstanding operations per thread (bw, rate) */
 	int inline_mode; /* -1 auto (writes <= 28 B inline), 0 off, 1 on */
 	int json;
 	int floors;
@@ -115,7 +115,7 @@ uint64_t perf_now_ns(void);
 struct perf_result {
 	enum perf_op op;
 	enum perf_mode mode;
-	int initiator; /* PERF_INIT_GPU or PERF_INIT_CPU */
+	int initiator;	     /* PERF_INIT_GPU or PERF_INIT_CPU */
 	const char *variant; /* iter mode: "gpu-persistent", "cpu-kernel-boundary", "compute-only" */
 	uint64_t size;
 	int threads, blocks, qps, engine_threads;
@@ -199,7 +199,7 @@ struct perf_env {
 	uint64_t *scratch; /* old values of put_signal's add */
 	struct kinet_mr *scratch_mr;
 	size_t nposters;
-	uint64_t sig_off; /* signal word: dst + q*dst_stride + sig_off */
+	uint64_t sig_off;	       /* signal word: dst + q*dst_stride + sig_off */
 	struct kinet_dev_qp **dev_qps; /* device array of exported QPs */
 	/* send responder: a host thread keeping receives posted */
 	void *responder;
@@ -207,7 +207,8 @@ struct perf_env {
 
 int perf_env_open_ctx(struct perf_env *e, const struct perf_opts *o);
 /* QPs, buffers, connect, export; nposters: threads that post. */
-int perf_env_setup(struct perf_env *e, uint64_t size, int gpu_init, size_t nposters, char *err, size_t errlen);
+int perf_env_setup(struct perf_env *e, uint64_t size, int gpu_init, size_t nposters, char *err,
+		   size_t errlen);
 void perf_env_teardown(struct perf_env *e);
 void perf_env_close(struct perf_env *e);
 int perf_env_sharing(const struct perf_opts *o);

@@ -118,7 +118,8 @@ void perf_report_table(const struct perf_report *r, void *file)
 	const struct perf_opts *o = r->o;
 	char cpu[256];
 	cpu_model(cpu, sizeof(cpu));
-	fprintf(f, "# kinet-perf %s (%s), provider %s\n", perf_op_name(o->op), perf_mode_name(o->mode), r->provider);
+	fprintf(f, "# kinet-perf %s (%s), provider %s\n", perf_op_name(o->op), perf_mode_name(o->mode),
+		r->provider);
 	fprintf(f, "# device: %s\n", r->device);
 	if (o->emulated)
 		fprintf(f, "# HOST EMULATION: device code runs on CPU threads (%s); floors are CPU floors\n",
@@ -132,28 +133,32 @@ void perf_report_table(const struct perf_report *r, void *file)
 		table_stats(f, fl->launch_label, &fl->launch);
 		table_stats(f, fl->small_copy_label, &fl->small_copy);
 		for (int i = 0; i < fl->ncopy; i++)
-			fprintf(f, "#   %-44s %10llu B  %8.2f GB/s   memcpy host->host %8.2f GB/s\n", fl->copy_label,
-				(unsigned long long)fl->copy_size[i], fl->copy_gbs[i], fl->cpu_copy_gbs[i]);
+			fprintf(f, "#   %-44s %10llu B  %8.2f GB/s   memcpy host->host %8.2f GB/s\n",
+				fl->copy_label, (unsigned long long)fl->copy_size[i], fl->copy_gbs[i],
+				fl->cpu_copy_gbs[i]);
 	}
-	fprintf(f, "%-12s %-4s %-4s %-20s %10s %4s %4s %4s %3s %-4s %-4s %-4s %10s %10s %10s %10s %10s %10s %9s\n",
-		"op", "mode", "init", "variant", "bytes", "thr", "blk", "qps", "eng", "db", "src", "dst", "iters",
-		"median_us", "p5_us", "p95_us", "GB/s", "Mops/s", "vs_floor");
+	fprintf(f,
+		"%-12s %-4s %-4s %-20s %10s %4s %4s %4s %3s %-4s %-4s %-4s %10s %10s %10s %10s %10s %10s "
+		"%9s\n",
+		"op", "mode", "init", "variant", "bytes", "thr", "blk", "qps", "eng", "db", "src", "dst",
+		"iters", "median_us", "p5_us", "p95_us", "GB/s", "Mops/s", "vs_floor");
 	for (int i = 0; i < r->nres; i++) {
 		const struct perf_result *x = &r->res[i];
 		const char *what;
 		double ratio = vs_floor(r, x, &what);
 		if (x->status) {
 			fprintf(f, "%-12s %-4s %-4s %-20s %10llu  FAILED: %s\n", perf_op_name(x->op),
-				perf_mode_name(x->mode), init_name(x->initiator), x->variant ? x->variant : "-",
-				(unsigned long long)x->size, x->error);
+				perf_mode_name(x->mode), init_name(x->initiator),
+				x->variant ? x->variant : "-", (unsigned long long)x->size, x->error);
 			continue;
 		}
 		fprintf(f,
-			"%-12s %-4s %-4s %-20s %10llu %4d %4d %4d %3d %-4s %-4s %-4s %10ld %10.3f %10.3f %10.3f %10.3f "
+			"%-12s %-4s %-4s %-20s %10llu %4d %4d %4d %3d %-4s %-4s %-4s %10ld %10.3f %10.3f "
+			"%10.3f %10.3f "
 			"%10.3f ",
 			perf_op_name(x->op), perf_mode_name(x->mode), init_name(x->initiator),
-			x->variant ? x->variant : "-", (unsigned long long)x->size, x->threads, x->blocks, x->qps,
-			x->engine_threads, perf_db_name(x->db_mode), perf_mem_name(x->src_mem),
+			x->variant ? x->variant : "-", (unsigned long long)x->size, x->threads, x->blocks,
+			x->qps, x->engine_threads, perf_db_name(x->db_mode), perf_mem_name(x->src_mem),
 			perf_mem_name(x->dst_mem), x->iters, x->have_lat ? x->lat.median : 0,
 			x->have_lat ? x->lat.p5 : 0, x->have_lat ? x->lat.p95 : 0, x->bw_gbs, x->mops);
 		if (what)
@@ -173,7 +178,9 @@ void perf_report_table(const struct perf_report *r, void *file)
 			c = x->lat.median;
 	}
 	if (g > 0 && c > 0)
-		fprintf(f, "# iteration: CPU-initiated (kernel boundary) / GPU-initiated (persistent) = %.2fx\n", c / g);
+		fprintf(f,
+			"# iteration: CPU-initiated (kernel boundary) / GPU-initiated (persistent) = %.2fx\n",
+			c / g);
 }
 
 static void json_str(FILE *f, const char *s)
@@ -194,7 +201,8 @@ static void json_str(FILE *f, const char *s)
 static void json_stats(FILE *f, const char *name, const struct perf_stats *s)
 {
 	fprintf(f,
-		"\"%s\":{\"n\":%llu,\"median\":%.4f,\"p5\":%.4f,\"p95\":%.4f,\"min\":%.4f,\"max\":%.4f,\"mean\":%.4f}",
+		"\"%s\":{\"n\":%llu,\"median\":%.4f,\"p5\":%.4f,\"p95\":%.4f,\"min\":%.4f,\"max\":%.4f,"
+		"\"mean\":%.4f}",
 		name, (unsigned long long)s->n, s->median, s->p5, s->p95, s->min, s->max, s->mean);
 }
 
@@ -253,13 +261,14 @@ void perf_report_json(const struct perf_report *r, void *file)
 		const struct perf_result *x = &r->res[i];
 		const char *what;
 		double ratio = vs_floor(r, x, &what);
-		fprintf(f,
-			"%s{\"op\":\"%s\",\"mode\":\"%s\",\"initiator\":\"%s\",\"variant\":", i ? "," : "",
+		fprintf(f, "%s{\"op\":\"%s\",\"mode\":\"%s\",\"initiator\":\"%s\",\"variant\":", i ? "," : "",
 			perf_op_name(x->op), perf_mode_name(x->mode), init_name(x->initiator));
 		json_str(f, x->variant ? x->variant : "");
 		fprintf(f,
-			",\"size\":%llu,\"threads\":%d,\"blocks\":%d,\"qps\":%d,\"engine_threads\":%d,\"db\":\"%s\","
-			"\"sharing\":\"%s\",\"src_mem\":\"%s\",\"dst_mem\":\"%s\",\"inline\":%s,\"iters\":%ld,"
+			",\"size\":%llu,\"threads\":%d,\"blocks\":%d,\"qps\":%d,\"engine_threads\":%d,\"db\":"
+			"\"%s\","
+			"\"sharing\":\"%s\",\"src_mem\":\"%s\",\"dst_mem\":\"%s\",\"inline\":%s,\"iters\":%"
+			"ld,"
 			"\"warmup\":%ld,\"window\":%d,\"status\":%d,\"error\":",
 			(unsigned long long)x->size, x->threads, x->blocks, x->qps, x->engine_threads,
 			perf_db_name(x->db_mode), perf_sharing_name(x->sharing), perf_mem_name(x->src_mem),
@@ -271,8 +280,8 @@ void perf_report_json(const struct perf_report *r, void *file)
 			json_stats(f, "lat_us", &x->lat);
 			fputc(',', f);
 		}
-		fprintf(f, "\"elapsed_us\":%.3f,\"bytes\":%.0f,\"ops\":%.0f,\"bw_GBs\":%.4f,\"mops\":%.4f", x->elapsed_us,
-			x->bytes, x->ops, x->bw_gbs, x->mops);
+		fprintf(f, "\"elapsed_us\":%.3f,\"bytes\":%.0f,\"ops\":%.0f,\"bw_GBs\":%.4f,\"mops\":%.4f",
+			x->elapsed_us, x->bytes, x->ops, x->bw_gbs, x->mops);
 		if (what)
 			fprintf(f, ",\"vs_floor\":{\"what\":\"%s\",\"ratio\":%.4f}", what, ratio);
 		fputc('}', f);

@@ -208,7 +208,7 @@ int perf_env_setup(struct perf_env *e, uint64_t size, int gpu_init, size_t npost
 	e->src_stride = e->dst_stride = per_qp ? slot : 0;
 	size_t data = per_qp ? slot * (size_t)e->nqps : slot;
 	e->src_len = data;
-	e->sig_off = data;		     /* signal words after the data, one per QP */
+	e->sig_off = data; /* signal words after the data, one per QP */
 	e->dst_len = data + (size_t)e->nqps * 8 + 64;
 	e->src = (uint8_t *)perf_alloc(o->src_mem, e->src_len);
 	e->dst = (uint8_t *)perf_alloc(o->dst_mem, e->dst_len);
@@ -260,7 +260,8 @@ int perf_env_setup(struct perf_env *e, uint64_t size, int gpu_init, size_t npost
 			}
 		}
 		if (!rc) {
-			e->dev_qps = (struct kinet_dev_qp **)perf_alloc(PERF_MEM_HOST, (size_t)e->nqps * sizeof(*tmp));
+			e->dev_qps = (struct kinet_dev_qp **)perf_alloc(PERF_MEM_HOST,
+									(size_t)e->nqps * sizeof(*tmp));
 			if (!e->dev_qps)
 				rc = -ENOMEM;
 			else
