@@ -6,6 +6,7 @@
 # step failed; every step runs regardless.
 #   BUILD_DIR        build directory (default build-gpu/)
 #   KINET_TEST_JOBS  parallel host tests (default 2)
+#   KINET_CMAKE_ARGS extra cmake configure arguments
 set -uo pipefail
 
 # Policy of the GPU machine: NVLink multicast stays off.
@@ -42,7 +43,10 @@ step() {
 	cmake --version | head -1
 } >"$LOG_DIR/gpu-env.log" 2>&1
 
-if ! step configure cmake -S "$KINET_ROOT" -B "$BUILD_DIR" -DKINET_CUDA=ON -DCMAKE_CUDA_COMPILER="$NVCC" ||
+# KINET_CMAKE_ARGS: extra configure arguments, e.g. -DCMAKE_PREFIX_PATH=DIR
+# where DIR/include/rdma holds libfabric headers the machine lacks.
+# shellcheck disable=SC2086
+if ! step configure cmake -S "$KINET_ROOT" -B "$BUILD_DIR" -DKINET_CUDA=ON -DCMAKE_CUDA_COMPILER="$NVCC" ${KINET_CMAKE_ARGS:-} ||
 	! step build cmake --build "$BUILD_DIR" -j "$(nproc)"; then
 	echo "gpu-test: FAILED: ${failed[*]}" | tee "$LOG_DIR/gpu-test-summary.log"
 	exit 1
