@@ -230,6 +230,8 @@ int main(int argc, char **argv)
 	snprintf(gpu_name, sizeof(gpu_name), "GPU 0 (%s), buffers in GPU memory", prop.name);
 	where = gpu_name;
 	cattr.cuda_device = 0;
+#else
+	cattr.cuda_device = KINET_CUDA_DEVICE_NONE; /* CPU threads read the descriptors */
 #endif
 	CHECK(kinet_ctx_open(&cattr, &ctx));
 

@@ -7,6 +7,7 @@
 #   BUILD_DIR        build directory (default build-gpu/)
 #   KINET_TEST_JOBS  parallel host tests (default 2)
 #   KINET_CMAKE_ARGS extra cmake configure arguments
+#   KINET_CTEST_TIMEOUT  per-test time limit in seconds (default 300)
 set -uo pipefail
 
 # Policy of the GPU machine: NVLink multicast stays off.
@@ -57,10 +58,11 @@ if ! grep -q '^KINET_CUDA:BOOL=ON' "$BUILD_DIR/CMakeCache.txt"; then
 fi
 
 cd "$BUILD_DIR" || exit 1
-step ctest-gpu ctest -L gpu --output-on-failure --no-tests=error
+CTEST_TIMEOUT=(--timeout "${KINET_CTEST_TIMEOUT:-300}")
+step ctest-gpu ctest -L gpu --output-on-failure --no-tests=error "${CTEST_TIMEOUT[@]}"
 # The format check is left to the Debian CI image: clang-format output differs
 # between versions, and this machine's is not the reference one.
-step ctest-host ctest -LE '^(gpu|format)$' --output-on-failure -j "$KINET_TEST_JOBS"
+step ctest-host ctest -LE '^(gpu|format)$' --output-on-failure -j "$KINET_TEST_JOBS" "${CTEST_TIMEOUT[@]}"
 if [ -x examples/put_signal_pingpong ]; then
 	step demo timeout 300 examples/put_signal_pingpong
 else

@@ -27,10 +27,17 @@ struct kinet_dev_cq;
 struct kinet_ctx_attr {
 	const char *provider; /* "auto", "soft", "mlx5"; NULL: $KINET_PROVIDER or auto */
 	int engine_threads;   /* software NIC threads; 0: $KINET_ENGINE_THREADS or 1 */
-	int cuda_device;      /* CUDA device for GPU memory and export; -1: none */
+	int cuda_device;      /* CUDA device for GPU memory and export, or: */
 };
+/* The first CUDA device when the build has CUDA and one is present, else
+ * host-only. */
+#define KINET_CUDA_DEVICE_AUTO (-1)
+/* Host-only: rings and descriptors in plain host memory.  What programs
+ * running the device API on CPU threads (KINET_HOST_EMU) need. */
+#define KINET_CUDA_DEVICE_NONE (-2)
 
-/* Fills attr with the defaults (provider NULL, 0 engine threads, device -1). */
+/* Fills attr with the defaults (provider NULL, 0 engine threads,
+ * KINET_CUDA_DEVICE_AUTO). */
 void kinet_ctx_attr_init(struct kinet_ctx_attr *attr);
 int kinet_ctx_open(const struct kinet_ctx_attr *attr, struct kinet_ctx **ctx);
 /* Stops the engine (also with work in flight) and frees everything the

@@ -40,15 +40,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "carrier.h"
 
 #define NODE_MAGIC 0x6b696e65746e6f64ull /* "kinetnod" */
 #define NODE_VERSION 1u
-#define NODE_SLOTS 64u
-#define NODE_RING_BYTES (512u * 1024u)
-#define NODE_ADDR_LEN 12u /* node id (8) + endpoint sequence (4), little-endian */
+#define NODE_SLOTS 32u
+#define NODE_RING_BYTES (128u * 1024u) /* two largest messages */
+#define NODE_ADDR_LEN 12u	       /* node id (8) + endpoint sequence (4), little-endian */
 #define NODE_NAME_MAX 48
 #define NODE_REC_WRAP 1u
 #define NODE_LIVENESS_NS 10000000ull
@@ -151,6 +152,13 @@ static void gc_dead_inboxes(void)
 		fd = shm_open(name, O_RDONLY, 0);
 		if (fd < 0)
 			continue;
+		/* An inbox another process is creating right now may still be
+		 * empty: reading it through a mapping would raise SIGBUS. */
+		struct stat st;
+		if (fstat(fd, &st) || (size_t)st.st_size < sizeof(*seg)) {
+			close(fd);
+			continue;
+		}
 		seg = mmap(NULL, sizeof(*seg), PROT_READ, MAP_SHARED, fd, 0);
 		close(fd);
 		if (seg == MAP_FAILED)
@@ -207,10 +215,14 @@ static int node_open(struct kinet_ctx *ctx, struct kinet_carrier **out)
 		free(c);
 		return err;
 	}
-	/* The file is sparse: only the rings senders use take memory. */
-	if (ftruncate(fd, (off_t)NODE_SEG_BYTES) ||
+	/* Allocated up front: a sparse file on a full /dev/shm would turn the
+	 * first touch of a ring into SIGBUS instead of an error here. */
+	int rc = posix_fallocate(fd, 0, (off_t)NODE_SEG_BYTES);
+	if (rc ||
 	    (c->seg = mmap(NULL, NODE_SEG_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
-		int err = -errno;
+		int err = rc ? -rc : -errno;
+
+		errno = rc ? rc : errno;
 
 		KINET_ERR("node carrier: cannot size or map %s (%zu bytes): %s", c->name, NODE_SEG_BYTES,
 			  strerror(errno));
@@ -273,6 +285,12 @@ static int peer_attach(struct kinet_carrier *c, const uint8_t *addr, struct kine
 	if (fd < 0) {
 		KINET_WARN("node carrier: peer inbox %s: %s", name, strerror(errno));
 		return errno == ENOENT ? -ECONNRESET : -errno;
+	}
+	struct stat st;
+	if (fstat(fd, &st) || (size_t)st.st_size < NODE_SEG_BYTES) {
+		KINET_ERR("node carrier: peer inbox %s is not a complete kinet inbox", name);
+		close(fd);
+		return -EPROTO;
 	}
 	seg = mmap(NULL, NODE_SEG_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);

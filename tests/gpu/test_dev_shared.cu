@@ -42,8 +42,9 @@ __global__ void hammer(struct hargs a)
 	if (a.form == 1 && tid >= 32)
 		return;
 	for (int seq = 0; seq < a.nops && !st; seq++) {
-		/* user = thread (form 0, 2) or warp (form 1: lanes split the work) */
-		uint64_t user = a.form == 1 ? blockIdx.x : gid;
+		/* user = thread (form 0), warp (form 1: lanes split the work) or
+		 * thread 0 (form 2): one per block in forms 1 and 2 */
+		uint64_t user = a.form == 0 ? gid : blockIdx.x;
 		uint64_t slot = user * (uint64_t)a.nops + (uint64_t)seq;
 		uint64_t rec = (user << 32) | (uint64_t)seq;
 		if (a.form == 1) {

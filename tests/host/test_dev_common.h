@@ -74,7 +74,7 @@ static inline struct kinet_ctx *kd_ctx_open(void)
 	kinet_ctx_attr_init(&attr);
 	attr.provider = "soft";
 	attr.engine_threads = 1;
-	attr.cuda_device = -1;
+	attr.cuda_device = KINET_CUDA_DEVICE_NONE; /* descriptors the CPU threads can read */
 	int rc = kinet_ctx_open(&attr, &ctx);
 	if (rc) {
 		fprintf(stderr, "kinet_ctx_open: %s\n", kinet_strerror(rc));

@@ -52,7 +52,7 @@ static inline int mp_open(struct mp *m, size_t per_rank, size_t fixed, const str
 	m->rank = kinet_boot_rank(m->boot);
 	m->size = kinet_boot_size(m->boot);
 	kinet_ctx_attr_init(&ca);
-	ca.cuda_device = -2;
+	ca.cuda_device = KINET_CUDA_DEVICE_NONE;
 	if ((rc = kinet_ctx_open(&ca, &m->ctx)))
 		return rc;
 	if ((rc = kinet_mesh_create(m->ctx, m->boot, attr, &m->mesh)))

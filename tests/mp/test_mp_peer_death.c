@@ -36,7 +36,7 @@ static int side_open(struct side *s, int with_recv)
 	int rc;
 
 	kinet_ctx_attr_init(&ca);
-	ca.cuda_device = -2;
+	ca.cuda_device = KINET_CUDA_DEVICE_NONE;
 	if ((rc = kinet_ctx_open(&ca, &s->ctx)) ||
 	    (rc = kinet_mr_reg(s->ctx, s->buf, sizeof(s->buf), MP_ACC_ALL, &s->mr)))
 		return rc;

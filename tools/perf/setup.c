@@ -32,7 +32,7 @@ int perf_env_open_ctx(struct perf_env *e, const struct perf_opts *o)
 	e->o = o;
 	kinet_ctx_attr_init(&attr);
 	attr.engine_threads = o->engine_threads;
-	attr.cuda_device = o->emulated ? -1 : 0;
+	attr.cuda_device = o->emulated ? KINET_CUDA_DEVICE_NONE : 0;
 	return kinet_ctx_open(&attr, &e->ctx);
 }
 
