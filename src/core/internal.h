@@ -51,6 +51,14 @@ struct kinet_mr {
 	unsigned access;
 	enum kinet_mem_type type;
 	int cuda_device;
+	/* GPU regions: the CUDA IPC export of the allocation holding the
+	 * region, made on first use by the node transport
+	 * (src/transport/node_ipc.c) under the context's remote-protocol
+	 * lock. */
+	int8_t ipc_state;  /* 0: not tried, 1: exported, -1: cannot be */
+	uint64_t ipc_base; /* the allocation's base address and size */
+	uint64_t ipc_size;
+	uint8_t ipc_handle[64]; /* cudaIpcMemHandle_t */
 };
 
 /* Result of a key/range/access check. */
@@ -304,6 +312,10 @@ struct kinet_transport_ops {
 	 * operation completes within the QP's timeout (a dead peer gives
 	 * TRANSPORT_RETRY_EXC), and no data lands after it completed. */
 	int (*op_done)(struct kinet_qp *qp, uint64_t token, uint8_t *syndrome);
+	/* Optional: called after each batch of execute() calls on qp (with the
+	 * QP's registration table read-locked throughout the batch), so a
+	 * transport may keep per-batch state such as a looked-up target. */
+	void (*batch_end)(struct kinet_qp *qp);
 };
 
 extern const struct kinet_transport_ops kinet_transport_local;

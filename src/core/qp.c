@@ -129,7 +129,10 @@ int kinet_qp_create(struct kinet_ctx *ctx, const struct kinet_qp_attr *attr, str
 	qp->attr = *attr;
 	/* The software NIC gives every QP a UAR page, so the regular doorbell
 	 * always works. */
-	qp->db_mode = attr->db_mode == KINET_DB_AUTO ? KINET_DB_GPU : attr->db_mode;
+	/* The software NIC is a CPU thread: a producer index in host memory is
+	 * the cheapest doorbell for it (one system fence and a posted atomic
+	 * on the GPU side; no doorbell record, no UAR write behind a fence). */
+	qp->db_mode = attr->db_mode == KINET_DB_AUTO ? KINET_DB_CPU : attr->db_mode;
 	pthread_mutex_init(&qp->post_lock, NULL);
 	pthread_mutex_init(&qp->rq_lock, NULL);
 

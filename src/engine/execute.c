@@ -199,7 +199,6 @@ static bool execute_one(struct kinet_engine_thread *t, struct kinet_qp *qp)
 		if (nbb > posted)
 			nbb = (uint32_t)posted;
 	}
-	kinet_mr_table_rdlock(qp->ctx);
 	if (!synd)
 		synd = decode(t, qp, ds, &op);
 	if (!synd && op.opcode == KINET_WQE_OP_NOP) {
@@ -211,7 +210,6 @@ static bool execute_one(struct kinet_engine_thread *t, struct kinet_qp *qp)
 		if (res.status == KINET_EXEC_ERROR)
 			synd = res.syndrome;
 	}
-	kinet_mr_table_unlock(qp->ctx);
 
 	if (synd && qp->npending) {
 		/* Completions stay in order: report the error after the
@@ -349,6 +347,12 @@ int kinet_engine_progress_qp(struct kinet_engine_thread *t, struct kinet_qp *qp)
 			return work;
 		return work + flush(qp);
 	}
+	if (qp->sq_ci == qp->sq_seen_pi)
+		return work;
+	/* One read lock of the registration table, and (in the transport) one
+	 * look-up of the target, for the whole batch rather than per WQE: they
+	 * are shared cache lines every engine thread would bounce. */
+	kinet_mr_table_rdlock(qp->ctx);
 	for (int n = 0; n < PASS_BUDGET && qp->sq_ci < qp->sq_seen_pi; n++) {
 		if (atomic_load_explicit(&qp->state, memory_order_acquire) != KINET_QPS_RTS)
 			break;
@@ -356,6 +360,9 @@ int kinet_engine_progress_qp(struct kinet_engine_thread *t, struct kinet_qp *qp)
 			break;
 		work++;
 	}
+	if (qp->transport->batch_end)
+		qp->transport->batch_end(qp);
+	kinet_mr_table_unlock(qp->ctx);
 	return work;
 }
 

@@ -7,7 +7,7 @@
  *
  * Targets are found by QP number in a registry of the process's connected
  * QPs; a lookup takes a reference that destroy waits for, so a target can
- * vanish between operations but never during one.
+ * vanish between batches of operations but never during one.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,45 +15,51 @@
 
 #include "engine/engine.h"
 
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct kinet_qp **registry;
-static size_t registry_len, registry_cap;
+/* Connected QPs of the process by QP number: a small open hash of chains,
+ * read-locked by every look-up. */
+#define REGISTRY_BUCKETS 1024u
+
+struct registry_entry {
+	struct kinet_qp *qp;
+	struct registry_entry *next;
+};
+
+static pthread_rwlock_t registry_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct registry_entry *registry[REGISTRY_BUCKETS];
+
+static struct registry_entry **bucket_of(uint32_t qpn)
+{
+	return &registry[(qpn ^ (qpn >> 10) ^ (qpn >> 20)) & (REGISTRY_BUCKETS - 1)];
+}
 
 static int local_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote)
 {
-	(void)remote;
-	pthread_mutex_lock(&registry_lock);
-	if (registry_len == registry_cap) {
-		size_t cap = registry_cap ? registry_cap * 2 : 64;
-		struct kinet_qp **r = realloc(registry, cap * sizeof(*r));
+	struct registry_entry *e = malloc(sizeof(*e));
 
-		if (!r) {
-			pthread_mutex_unlock(&registry_lock);
-			return -ENOMEM;
-		}
-		registry = r;
-		registry_cap = cap;
-	}
-	registry[registry_len++] = qp;
-	pthread_mutex_unlock(&registry_lock);
+	(void)remote;
+	if (!e)
+		return -ENOMEM;
+	e->qp = qp;
+	pthread_rwlock_wrlock(&registry_lock);
+	e->next = *bucket_of(qp->qpn);
+	*bucket_of(qp->qpn) = e;
+	pthread_rwlock_unlock(&registry_lock);
 	return 0;
 }
 
 static void local_disconnect(struct kinet_qp *qp)
 {
-	pthread_mutex_lock(&registry_lock);
-	for (size_t i = 0; i < registry_len; i++) {
-		if (registry[i] == qp) {
-			registry[i] = registry[--registry_len];
+	pthread_rwlock_wrlock(&registry_lock);
+	for (struct registry_entry **p = bucket_of(qp->qpn); *p; p = &(*p)->next) {
+		if ((*p)->qp == qp) {
+			struct registry_entry *e = *p;
+
+			*p = e->next;
+			free(e);
 			break;
 		}
 	}
-	if (!registry_len) {
-		free(registry);
-		registry = NULL;
-		registry_cap = 0;
-	}
-	pthread_mutex_unlock(&registry_lock);
+	pthread_rwlock_unlock(&registry_lock);
 }
 
 /* The connected target, with a reference, or NULL while it is not there. */
@@ -61,17 +67,15 @@ static struct kinet_qp *target_get(const struct kinet_qp *qp)
 {
 	struct kinet_qp *target = NULL;
 
-	pthread_mutex_lock(&registry_lock);
-	for (size_t i = 0; i < registry_len; i++) {
-		struct kinet_qp *q = registry[i];
-
-		if (q->qpn == qp->remote.qpn && q->remote.qpn == qp->qpn) {
-			target = q;
+	pthread_rwlock_rdlock(&registry_lock);
+	for (struct registry_entry *e = *bucket_of(qp->remote.qpn); e; e = e->next) {
+		if (e->qp->qpn == qp->remote.qpn && e->qp->remote.qpn == qp->qpn) {
+			target = e->qp;
 			atomic_fetch_add(&target->refs, 1);
 			break;
 		}
 	}
-	pthread_mutex_unlock(&registry_lock);
+	pthread_rwlock_unlock(&registry_lock);
 	return target;
 }
 
@@ -352,22 +356,48 @@ static void exec_atomic(struct kinet_engine_thread *t, struct kinet_op *op, stru
 	finish(res, rc < 0 ? rc : 0);
 }
 
+/* Ends a batch: drops the target looked up for it (see batch_target). */
+static void local_batch_end(struct kinet_qp *qp)
+{
+	struct kinet_qp *target = qp->transport_priv;
+
+	if (!target)
+		return;
+	if (target->ctx != qp->ctx)
+		kinet_mr_table_unlock(target->ctx);
+	target_put(target);
+	qp->transport_priv = NULL;
+}
+
+/* The target for the current batch: looked up (and its registration table
+ * read-locked) once per batch of WQEs, not per WQE. */
+static struct kinet_qp *batch_target(struct kinet_qp *qp)
+{
+	struct kinet_qp *target = qp->transport_priv;
+
+	if (!target) {
+		target = target_get(qp);
+		if (!target)
+			return NULL;
+		if (target->ctx != qp->ctx)
+			kinet_mr_table_rdlock(target->ctx);
+		qp->transport_priv = target;
+	}
+	return target;
+}
+
 static void local_execute(struct kinet_engine_thread *t, struct kinet_qp *qp, struct kinet_op *op,
 			  struct kinet_exec_result *res)
 {
-	struct kinet_qp *target = target_get(qp);
+	struct kinet_qp *target = batch_target(qp);
 
 	if (!target || atomic_load(&target->state) != KINET_QPS_RTS) {
 		/* Like a responder that does not answer: retried until the
 		 * QP's timeout, then TRANSPORT_RETRY_EXC. */
-		if (target)
-			target_put(target);
 		res->status = KINET_EXEC_RETRY;
 		res->syndrome = KINET_SYND_TRANSPORT_RETRY_EXC_ERR;
 		return;
 	}
-	if (target->ctx != qp->ctx)
-		kinet_mr_table_rdlock(target->ctx);
 	switch (op->opcode) {
 	case KINET_WQE_OP_RDMA_WRITE:
 	case KINET_WQE_OP_RDMA_WRITE_IMM:
@@ -387,9 +417,6 @@ static void local_execute(struct kinet_engine_thread *t, struct kinet_qp *qp, st
 	default:
 		fail(res, KINET_SYND_LOCAL_QP_OP_ERR);
 	}
-	if (target->ctx != qp->ctx)
-		kinet_mr_table_unlock(target->ctx);
-	target_put(target);
 }
 
 const struct kinet_transport_ops kinet_transport_local = {
@@ -397,4 +424,5 @@ const struct kinet_transport_ops kinet_transport_local = {
 	.connect = local_connect,
 	.disconnect = local_disconnect,
 	.execute = local_execute,
+	.batch_end = local_batch_end,
 };

@@ -113,6 +113,10 @@ static void deliver(struct kinet_carrier *c, struct kinet_carrier_peer *peer, co
 		rp_on_request(rs, car, peer, &m, (const uint8_t *)msg + sizeof(m));
 	else if (m.type == RP_RESP)
 		rp_on_response(rs, &m, (const uint8_t *)msg + sizeof(m));
+	else if (m.type == RP_IPC_PROBE)
+		rp_ipc_on_probe(rs, car, peer, &m, (const uint8_t *)msg + sizeof(m));
+	else if (m.type == RP_IPC_ACK)
+		rp_ipc_on_ack(rs, &m, (const uint8_t *)msg + sizeof(m));
 	else
 		KINET_WARN("remote: dropping a message of unknown type %u", m.type);
 }
@@ -322,6 +326,7 @@ static void rp_disconnect(struct kinet_qp *qp)
 		}
 	}
 	pthread_mutex_unlock(&rs->lock);
+	rp_ipc_qp_free(qp->transport_priv);
 	free(qp->transport_priv);
 	qp->transport_priv = NULL;
 }
@@ -335,6 +340,7 @@ void kinet_remote_close(struct kinet_ctx *ctx)
 	ctx->remote_progress = NULL;
 	ctx->remote = NULL;
 	rp_target_free(rs);
+	rp_ipc_close(rs);
 	for (int k = 0; k < RP_NKINDS; k++)
 		if (rs->car[k].c)
 			rs->car[k].ops->close(rs->car[k].c);

@@ -9,6 +9,8 @@
  * places, answers one response per operation (per fragment of read data).
  * All state is under rp_state.lock; lock order: the context's MR table read
  * lock, then rp_state.lock, then the carrier's own locks.
+ * Over the node carrier, GPU memory of the requester is reached by the
+ * target through CUDA IPC instead of being staged (node_ipc.c).
  */
 #ifndef KINET_REMOTE_H
 #define KINET_REMOTE_H
@@ -16,12 +18,18 @@
 #include "carrier.h"
 
 #define RP_MAGIC 0x50524e4bu /* "KNRP" read as little-endian */
-#define RP_VERSION 1
+#define RP_VERSION 2
 #define RP_FRAG (64u * 1024u) /* payload bytes per message */
 #define RP_WINDOW 64u	      /* outstanding operations per QP */
 
-enum { RP_REQ = 1, RP_RESP = 2 };
+/* RP_IPC_PROBE/RP_IPC_ACK: can the target open the requester's CUDA IPC
+ * handle (node_ipc.c)?  Outside the order of requests. */
+enum { RP_REQ = 1, RP_RESP = 2, RP_IPC_PROBE = 3, RP_IPC_ACK = 4 };
 #define RP_FLAG_LAST 0x01u
+/* Request: the payload is a struct rp_ipc naming the requester's buffer,
+ * which the target reaches through CUDA IPC (data not in the message).
+ * Response to such a read: the data was placed there. */
+#define RP_FLAG_IPC 0x02u
 
 /* Message header, host byte order (little-endian hosts only: the magic is
  * checked, so a mismatched peer is dropped rather than misread). */
@@ -50,6 +58,31 @@ struct rp_msg {
 };
 _Static_assert(sizeof(struct rp_msg) + RP_FRAG <= KINET_CARRIER_MAX_MSG, "fragment too large");
 
+/* Payload of RP_FLAG_IPC requests and of probes and their answers. */
+#define RP_IPC_HANDLE_BYTES 64
+struct rp_ipc {
+	uint8_t handle[RP_IPC_HANDLE_BYTES]; /* cudaIpcMemHandle_t of the allocation */
+	uint64_t offset;		     /* requests: the local buffer's offset in it */
+	uint64_t size;			     /* the allocation's size */
+};
+
+/* Requester: what the target of a QP answered about one allocation. */
+enum { RP_IPC_PROBING = 0, RP_IPC_YES = 1, RP_IPC_NO = 2 };
+struct rp_ipc_peer {
+	struct rp_ipc_peer *next;
+	uint8_t handle[RP_IPC_HANDLE_BYTES];
+	int state;
+};
+
+/* Target: an allocation of a requester process, mapped here. */
+struct rp_ipc_map {
+	struct rp_ipc_map *next;
+	uint64_t src_node; /* the requester context that first named it */
+	uint8_t handle[RP_IPC_HANDLE_BYTES];
+	uint8_t *base;
+	uint64_t size;
+};
+
 enum rp_kind { RP_NODE = 0, RP_OFI = 1, RP_NKINDS };
 
 struct rp_carrier {
@@ -76,6 +109,7 @@ struct rp_slot {
 	uint32_t received; /* read data placed */
 	uint32_t limit_ms;
 	uint64_t head_since_ns;
+	bool ipc; /* sent as an RP_FLAG_IPC request */
 	int nsge;
 	struct rp_sge sge[KINET_MAX_SGE];
 };
@@ -93,7 +127,8 @@ struct rp_qp {
 	uint32_t tx_off;
 	struct rp_msg tx_hdr;
 	struct rp_slot slots[RP_WINDOW];
-	uint8_t stage[RP_FRAG]; /* GPU data on its way out */
+	uint8_t stage[RP_FRAG];	 /* GPU data on its way out */
+	struct rp_ipc_peer *ipc; /* allocations probed at the target */
 	struct rp_qp *next;
 };
 
@@ -137,7 +172,10 @@ struct rp_state {
 	struct rp_qp *qps;
 	struct rp_chan *chans;
 	struct rp_outq *outqs;
-	uint8_t stage[RP_FRAG]; /* target: GPU data on its way out */
+	struct rp_ipc_map *ipc_maps; /* target: requesters' allocations opened */
+	int ipc_mode;		     /* 0: not read yet, 1: $KINET_NODE_IPC on, -1: off */
+	int ipc_logged;		     /* 1: the fallback to staging, 2: the direct path logged */
+	uint8_t stage[RP_FRAG];	     /* target: GPU data on its way out */
 };
 
 /* remote.c */
@@ -162,6 +200,26 @@ void rp_on_request(struct rp_state *rs, struct rp_carrier *car, struct kinet_car
 		   const struct rp_msg *m, const uint8_t *payload);
 int rp_target_progress(struct rp_state *rs);
 void rp_target_free(struct rp_state *rs);
+/* Sends a message of the target side (header + n bytes of data), or
+ * queues it behind earlier ones the carrier had no room for. */
+void rp_send_queued(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
+		    const struct rp_msg *m, const void *data, uint32_t n);
+
+/* node_ipc.c: GPU memory of the requester reached by the target through
+ * CUDA IPC (node carrier only); everything else is staged. */
+/* Requester (rs->lock and the MR table read lock held): true when op goes
+ * as an RP_FLAG_IPC request, *ipc filled.  May send a probe. */
+bool rp_ipc_prepare(struct rp_state *rs, struct rp_qp *p, const struct kinet_op *op, struct rp_ipc *ipc);
+void rp_ipc_on_probe(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
+		     const struct rp_msg *m, const uint8_t *payload);
+void rp_ipc_on_ack(struct rp_state *rs, const struct rp_msg *m, const uint8_t *payload);
+/* Target: the requester's buffer of an RP_FLAG_IPC request (m->length
+ * bytes) in this process, or NULL when it cannot be reached. */
+uint8_t *rp_ipc_source(struct rp_state *rs, const struct rp_carrier *car, const struct rp_msg *m,
+		       const uint8_t *payload);
+void rp_ipc_qp_free(struct rp_qp *p);
+/* Closes the mappings (context close, engine stopped). */
+void rp_ipc_close(struct rp_state *rs);
 
 /* Hooks for core (qp.c, ctx.c). */
 extern const struct kinet_transport_ops kinet_transport_node;

@@ -16,6 +16,11 @@
  * timeout (plus the RNR timeout for operations that consume a receive) or
  * the carrier says the peer is gone.  A response for a completed operation
  * is dropped, so no data lands after the completion was reported.
+ *
+ * Over the node carrier, an operation on one SGE of GPU memory goes as one
+ * RP_FLAG_IPC request once the target said it can open that allocation's
+ * CUDA IPC handle (node_ipc.c): no fragments, no staging; the target moves
+ * the data (and places read data) itself.
  */
 #include <errno.h>
 #include <string.h>
@@ -112,6 +117,30 @@ static int send_frags(struct kinet_engine_thread *t, struct rp_qp *p, struct rp_
 	return 0;
 }
 
+/* Sends an operation whose local buffer the target reaches through CUDA
+ * IPC: one message, its payload naming the buffer.  0, -EAGAIN (nothing
+ * sent), or <0 when it never will be (the slot has failed). */
+static int send_ipc(struct rp_qp *p, struct rp_slot *s, const struct rp_ipc *ipc)
+{
+	struct rp_msg m = p->tx_hdr;
+	struct iovec iov[2] = {{&m, sizeof(m)}, {(void *)ipc, sizeof(*ipc)}};
+	int rc;
+
+	m.flags = RP_FLAG_LAST | RP_FLAG_IPC;
+	m.offset = 0;
+	m.frag_len = sizeof(*ipc);
+	rc = p->car->ops->send(p->car->c, p->peer, iov, 2);
+	if (rc == -EAGAIN)
+		return rc;
+	if (rc) {
+		KINET_INFO("QP %u: peer unreachable (%s)", p->qp->qpn, kinet_strerror(rc));
+		slot_fail(s, KINET_SYND_TRANSPORT_RETRY_EXC_ERR);
+		return rc;
+	}
+	p->tx_off = s->length;
+	return 0;
+}
+
 /* Sends what is left of a partly sent operation; true when nothing is. */
 static bool tx_pump(struct kinet_engine_thread *t, struct rp_qp *p)
 {
@@ -137,6 +166,7 @@ void rp_execute(struct kinet_engine_thread *t, struct kinet_qp *qp, struct kinet
 	struct rp_qp *p = qp->transport_priv;
 	struct rp_state *rs = qp->ctx->remote;
 	struct rp_slot *s;
+	struct rp_ipc ipc;
 	uint64_t seq;
 	int rc;
 
@@ -145,12 +175,14 @@ void rp_execute(struct kinet_engine_thread *t, struct kinet_qp *qp, struct kinet
 		res->status = KINET_EXEC_BUSY;
 		goto out;
 	}
+	bool by_ipc = rp_ipc_prepare(rs, p, op, &ipc);
 	seq = p->next_seq;
 	s = &p->slots[seq % RP_WINDOW];
 	memset(s, 0, offsetof(struct rp_slot, sge));
 	s->seq = seq;
 	s->opcode = op->opcode;
 	s->length = op->length;
+	s->ipc = by_ipc;
 	s->limit_ms = qp->attr.timeout_ms + (needs_receive(op->opcode) ? qp->attr.rnr_timeout_ms : 0);
 	s->nsge = op->inline_data ? 0 : op->nsge;
 	for (int i = 0; i < s->nsge; i++)
@@ -181,7 +213,7 @@ void rp_execute(struct kinet_engine_thread *t, struct kinet_qp *qp, struct kinet
 		/* Known dead: fail now, through the in-order completion path. */
 		slot_fail(s, KINET_SYND_TRANSPORT_RETRY_EXC_ERR);
 	} else {
-		rc = send_frags(t, p, s, op->inline_data);
+		rc = by_ipc ? send_ipc(p, s, &ipc) : send_frags(t, p, s, op->inline_data);
 		if (rc == -EAGAIN && p->tx_off == 0) {
 			p->next_seq--; /* nothing went out */
 			s->seq = 0;
@@ -293,7 +325,15 @@ void rp_on_response(struct rp_state *rs, const struct rp_msg *m, const uint8_t *
 		slot_fail(s, m->syndrome);
 		return;
 	}
-	if (s->opcode == KINET_WQE_OP_RDMA_READ) {
+	if (s->opcode == KINET_WQE_OP_RDMA_READ && s->ipc) {
+		/* The target placed the data through CUDA IPC. */
+		if (!(m->flags & RP_FLAG_IPC) || m->frag_len || s->received) {
+			slot_fail(s, KINET_SYND_BAD_RESP_ERR);
+			return;
+		}
+		s->received = s->length;
+		s->done = true;
+	} else if (s->opcode == KINET_WQE_OP_RDMA_READ) {
 		if (m->offset != s->received || m->frag_len > s->length - s->received) {
 			slot_fail(s, KINET_SYND_BAD_RESP_ERR);
 			return;

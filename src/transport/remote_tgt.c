@@ -14,7 +14,9 @@
  * Checks and syndromes are those of the local transport (local.c).  After
  * an error answer the channel discards what follows: the requester QP is
  * in the error state and flushes it.  A target QP in the error state
- * answers nothing.
+ * answers nothing.  An RP_FLAG_IPC request (node_ipc.c) carries no data:
+ * after the same checks, the data moves between this context's memory and
+ * the requester's GPU buffer, mapped here through CUDA IPC, in one copy.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -61,15 +63,33 @@ static struct rp_outq *outq_of(struct rp_state *rs, struct rp_carrier *car, stru
 	return q;
 }
 
-/* Sends a response, or queues it behind earlier ones the carrier had no
- * room for.  A peer that is gone gets nothing. */
+/* A peer that is gone gets nothing. */
+void rp_send_queued(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
+		    const struct rp_msg *m, const void *data, uint32_t n)
+{
+	struct rp_outq *q = outq_of(rs, car, peer);
+	struct iovec iov[2] = {{(void *)m, sizeof(*m)}, {(void *)data, n}};
+	int rc = -EAGAIN;
+
+	if (!q || !q->head)
+		rc = car->ops->send(car->c, peer, iov, n ? 2 : 1);
+	if (rc != -EAGAIN || !q)
+		return;
+	struct rp_held *h = hold(m, data);
+	if (!h)
+		return;
+	if (q->tail)
+		q->tail->next = h;
+	else
+		q->head = h;
+	q->tail = h;
+}
+
+/* Sends a response, or queues it behind earlier ones. */
 static void respond(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg *req, uint8_t syndrome,
 		    uint32_t off, const void *data, uint32_t n, bool last)
 {
 	struct rp_msg m = *req;
-	struct rp_outq *q = outq_of(rs, ch->car, ch->peer);
-	struct iovec iov[2] = {{&m, sizeof(m)}, {(void *)data, n}};
-	int rc = -EAGAIN;
 
 	m.type = RP_RESP;
 	m.src_qpn = req->dst_qpn;
@@ -78,19 +98,8 @@ static void respond(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg
 	m.syndrome = syndrome;
 	m.offset = off;
 	m.frag_len = n;
-	m.flags = last ? RP_FLAG_LAST : 0;
-	if (!q || !q->head)
-		rc = ch->car->ops->send(ch->car->c, ch->peer, iov, n ? 2 : 1);
-	if (rc != -EAGAIN || !q)
-		return;
-	struct rp_held *h = hold(&m, data);
-	if (!h)
-		return;
-	if (q->tail)
-		q->tail->next = h;
-	else
-		q->head = h;
-	q->tail = h;
+	m.flags = (last ? RP_FLAG_LAST : 0) | (req->flags & RP_FLAG_IPC);
+	rp_send_queued(rs, ch->car, ch->peer, &m, data, n);
 }
 
 static void refuse(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg *m, uint8_t syndrome)
@@ -159,9 +168,10 @@ static int take_receive(struct rp_state *rs, struct rp_chan *ch, struct kinet_qp
 							: KINET_SYND_REMOTE_OP_ERR;
 }
 
-/* Places a send fragment into the receive WQE taken for it. */
+/* Places a send fragment (or, through CUDA IPC, the whole message) into
+ * the receive WQE taken for it. */
 static int scatter_recv(struct rp_state *rs, struct rp_chan *ch, uint32_t off, const uint8_t *data,
-			uint32_t n)
+			enum kinet_mem_type data_type, uint32_t n)
 {
 	uint32_t pos = 0;
 
@@ -176,7 +186,7 @@ static int scatter_recv(struct rp_state *rs, struct rp_chan *ch, uint32_t off, c
 		uint32_t in = off - pos, take = g->len - in < n ? g->len - in : n;
 		if (kinet_mr_lookup(rs->ctx, g->key, (uintptr_t)(g->ptr + in), take, KINET_ACCESS_LOCAL_WRITE,
 				    &ref) ||
-		    rp_copy_sync(thread0(rs), ref.ptr, ref.type, data, KINET_MEM_HOST, take))
+		    rp_copy_sync(thread0(rs), ref.ptr, ref.type, data, data_type, take))
 			return -EIO;
 		data += take;
 		off += take;
@@ -186,8 +196,16 @@ static int scatter_recv(struct rp_state *rs, struct rp_chan *ch, uint32_t off, c
 	return n ? -EIO : 0;
 }
 
+/* The data of a request: its payload, or the requester's GPU buffer
+ * mapped through CUDA IPC (all m->length bytes at once). */
+struct data {
+	const uint8_t *p;
+	enum kinet_mem_type type;
+	uint32_t len;
+};
+
 static int do_write(struct rp_state *rs, struct rp_chan *ch, struct kinet_qp *tq, const struct rp_msg *m,
-		    const uint8_t *payload)
+		    const struct data *d)
 {
 	struct kinet_mr_ref ref;
 	bool imm = m->opcode == KINET_WQE_OP_RDMA_WRITE_IMM;
@@ -195,6 +213,9 @@ static int do_write(struct rp_state *rs, struct rp_chan *ch, struct kinet_qp *tq
 
 	if (kinet_mr_lookup(rs->ctx, m->rkey, m->raddr, m->length, KINET_ACCESS_REMOTE_WRITE, &ref))
 		return refuse(rs, ch, m, KINET_SYND_REMOTE_ACCESS_ERR), H_DONE;
+	/* The fragment must lie inside the operation the key was checked for. */
+	if (m->offset > m->length || d->len > m->length - m->offset)
+		return refuse(rs, ch, m, KINET_SYND_REMOTE_INVAL_REQ_ERR), H_DONE;
 	if (imm && first) {
 		if (!tq->rq)
 			return refuse(rs, ch, m, KINET_SYND_REMOTE_INVAL_REQ_ERR), H_DONE;
@@ -209,8 +230,7 @@ static int do_write(struct rp_state *rs, struct rp_chan *ch, struct kinet_qp *tq
 			return H_RNR;
 	}
 	ch->cur_seq = m->seq;
-	if (rp_copy_sync(thread0(rs), (uint8_t *)ref.ptr + m->offset, ref.type, payload, KINET_MEM_HOST,
-			 m->frag_len))
+	if (rp_copy_sync(thread0(rs), (uint8_t *)ref.ptr + m->offset, ref.type, d->p, d->type, d->len))
 		return refuse(rs, ch, m, KINET_SYND_REMOTE_OP_ERR), H_DONE;
 	if (m->flags & RP_FLAG_LAST) {
 		if (imm)
@@ -222,7 +242,7 @@ static int do_write(struct rp_state *rs, struct rp_chan *ch, struct kinet_qp *tq
 }
 
 static int do_send(struct rp_state *rs, struct rp_chan *ch, struct kinet_qp *tq, const struct rp_msg *m,
-		   const uint8_t *payload)
+		   const struct data *d)
 {
 	if (ch->cur_seq != m->seq) {
 		int rc;
@@ -236,7 +256,7 @@ static int do_send(struct rp_state *rs, struct rp_chan *ch, struct kinet_qp *tq,
 			return refuse(rs, ch, m, (uint8_t)rc), H_DONE;
 		ch->cur_seq = m->seq;
 	}
-	if (scatter_recv(rs, ch, m->offset, payload, m->frag_len)) {
+	if (scatter_recv(rs, ch, m->offset, d->p, d->type, d->len)) {
 		responder_cqe(tq, KINET_CQE_RESP_ERR, ch->cur_index, 0, 0, KINET_SYND_LOCAL_PROT_ERR);
 		kinet_qp_to_error(tq, "receive failed");
 		return refuse(rs, ch, m, KINET_SYND_REMOTE_OP_ERR), H_DONE;
@@ -252,13 +272,21 @@ static int do_send(struct rp_state *rs, struct rp_chan *ch, struct kinet_qp *tq,
 	return H_DONE;
 }
 
-static int do_read(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg *m)
+/* ipc_dst: the requester's buffer through CUDA IPC, or NULL: the data goes
+ * back in the responses. */
+static int do_read(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg *m, uint8_t *ipc_dst)
 {
 	struct kinet_mr_ref ref;
 	uint32_t off = 0;
 
 	if (kinet_mr_lookup(rs->ctx, m->rkey, m->raddr, m->length, KINET_ACCESS_REMOTE_READ, &ref))
 		return refuse(rs, ch, m, KINET_SYND_REMOTE_ACCESS_ERR), H_DONE;
+	if (ipc_dst) {
+		if (rp_copy_sync(thread0(rs), ipc_dst, KINET_MEM_CUDA, ref.ptr, ref.type, m->length))
+			return refuse(rs, ch, m, KINET_SYND_REMOTE_OP_ERR), H_DONE;
+		respond(rs, ch, m, 0, 0, NULL, 0, true);
+		return H_DONE;
+	}
 	do {
 		uint32_t n = m->length - off < RP_FRAG ? m->length - off : RP_FRAG;
 		const uint8_t *src = (const uint8_t *)ref.ptr + off;
@@ -337,15 +365,24 @@ static int handle(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg *
 		return H_DONE;
 	if (state != KINET_QPS_RTS)
 		return H_NOT_READY;
+	struct data d = {payload, KINET_MEM_HOST, m->frag_len};
+	if (m->flags & RP_FLAG_IPC) {
+		/* The requester's buffer, mapped here: the target's own keys
+		 * are checked below as for any request. */
+		if (!(d.p = rp_ipc_source(rs, ch->car, m, payload)))
+			return refuse(rs, ch, m, KINET_SYND_REMOTE_OP_ERR), H_DONE;
+		d.type = KINET_MEM_CUDA;
+		d.len = m->length;
+	}
 	switch (m->opcode) {
 	case KINET_WQE_OP_RDMA_WRITE:
 	case KINET_WQE_OP_RDMA_WRITE_IMM:
-		return do_write(rs, ch, tq, m, payload);
+		return do_write(rs, ch, tq, m, &d);
 	case KINET_WQE_OP_SEND:
 	case KINET_WQE_OP_SEND_IMM:
-		return do_send(rs, ch, tq, m, payload);
+		return do_send(rs, ch, tq, m, &d);
 	case KINET_WQE_OP_RDMA_READ:
-		return do_read(rs, ch, m);
+		return do_read(rs, ch, m, m->flags & RP_FLAG_IPC ? (uint8_t *)d.p : NULL);
 	case KINET_WQE_OP_ATOMIC_CS:
 	case KINET_WQE_OP_ATOMIC_FA:
 		return do_atomic(rs, ch, m);

@@ -9,12 +9,14 @@
  * (0 or syndrome), -1 on timeout; consumes it. */
 static int ll_cqe(struct kinet_dev_qp *d, uint64_t *ci, uint16_t *wc)
 {
-	struct kinet_cqe64 *cqe;
+	struct kinet_dev_cqe cqe;
 	if (kinet_dev_cq_wait_at(d->send_cq, *ci, 5000000000ull, &cqe))
 		return -1;
-	int st = (int)kinet_dev_cqe_status(cqe);
+	if (cqe.qpn != d->qpn || (cqe.opcode != KINET_CQE_REQ && !kinet_dev_cqe_is_error(&cqe)))
+		return -2;
+	int st = (int)cqe.syndrome;
 	if (wc)
-		*wc = kinet_dev_cqe_wqe_counter(cqe);
+		*wc = cqe.wqe_counter;
 	*ci += 1;
 	kinet_dev_cq_consume(d->send_cq, *ci);
 	return st;
@@ -211,8 +213,15 @@ static void ll_all_ops(enum kinet_db_mode mode)
 	KT_CHECK(memcmp(b.p + 1024, a.p + 200, 60) == 0);
 	KT_CHECK_EQ(t->rq_done, ridx + 3);
 
-	/* CQ doorbell record follows the consumer index */
+	/* The CQ doorbell record follows the consumer index lazily (at most a
+	 * quarter of the ring behind), and exactly after kinet_dev_cq_publish. */
+	uint32_t pub = kinet_be32(d->send_cq->dbrec[KINET_CQ_DBR_CI]);
+	KT_CHECK(pub <= ci);
+	KT_CHECK(ci - pub < kinet_dev_cq_publish_step(d->send_cq));
+	KT_CHECK_EQ(d->send_cq->ci_published, pub);
+	kinet_dev_cq_publish(d->send_cq, ci);
 	KT_CHECK_EQ(kinet_be32(d->send_cq->dbrec[KINET_CQ_DBR_CI]), ci);
+	KT_CHECK_EQ(d->send_cq->ci_published, ci);
 	KT_CHECK_EQ(kinet_dev_qp_error(d), 0);
 
 	kd_buf_free(&a);

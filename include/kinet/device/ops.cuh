@@ -1,9 +1,11 @@
 /*
- * kinet device API: high level.  Thread-safe for any sharing mode of the QP
- * (EXCLUSIVE, CTA, GPU): every call reserves slots with a CAS on
- * sq_reserved, writes its WQEs, commits in order (kinet_dev_sq_commit) and
- * rings once.  Every WQE posted here carries CQ_UPDATE (completion
- * moderation stride 1), so sq_done always advances and slots are reused.
+ * kinet device API: high level.  Safe for the QP's sharing mode: CTA and
+ * GPU QPs may be used by many threads at once (every call reserves slots
+ * with a CAS on sq_reserved, writes its WQEs, commits in order and rings
+ * once); an EXCLUSIVE QP by one thread, or one group (through its leader),
+ * at a time, which skips the atomics.  Every WQE posted here carries
+ * CQ_UPDATE (completion moderation stride 1), so sq_done always advances
+ * and slots are reused.
  *
  * Forms:  kinet_dev_<verb>(...)        one thread
  *         kinet_dev_<verb>_warp(...)   all 32 lanes of a warp, same arguments
@@ -83,6 +85,21 @@ KINET_DEV_FN uint64_t kinet_dev_chunk_size(int group, uint64_t size)
 	return c < max ? c : max;
 }
 
+/* Builds chunk k of x (of nchunks, chunk bytes each) as the WQE at idx. */
+KINET_DEV_FN void kinet_dev_build_chunk(union kinet_dev_wqe *w, const struct kinet_dev_qp *qp, uint64_t idx,
+					const struct kinet_dev_xfer *x, uint64_t chunk, uint64_t nchunks,
+					uint64_t k)
+{
+	uint64_t off = k * chunk;
+	uint64_t len = x->size - off < chunk ? x->size - off : chunk;
+	uint8_t op = x->opcode;
+	if (op == KINET_WQE_OP_RDMA_WRITE_IMM && k != nchunks - 1)
+		op = KINET_WQE_OP_RDMA_WRITE;
+	kinet_dev_wqe_build_rdma(w, qp->qpn, idx, op, KINET_DEV_WQE_SIGNALED, x->laddr + off, x->lkey,
+				 x->raddr + off, x->rkey, (uint32_t)len,
+				 op == KINET_WQE_OP_RDMA_WRITE_IMM ? x->imm_be : 0);
+}
+
 KINET_DEV_FN void kinet_dev_build_tail(union kinet_dev_wqe *w, const struct kinet_dev_qp *qp, uint64_t idx,
 				       const struct kinet_dev_tail *t)
 {
@@ -109,7 +126,12 @@ KINET_DEV_FN void kinet_dev_build_tail(union kinet_dev_wqe *w, const struct kine
 
 /* Posts x's chunks then t (either may be absent) as the group g: rounds of
  * at most half the queue, each reserved by rank 0, written by all ranks,
- * committed (one doorbell) by rank 0 after a group barrier. */
+ * committed (one doorbell) by rank 0 after a group barrier.  In GPU and BF
+ * doorbell modes rank 0 rings with the words of the round's last WQE, never
+ * reading the ring (host memory) back: it built that WQE itself, or it
+ * builds it again in registers (the builders are pure functions of their
+ * arguments, so the copy is the same bytes as the lane that stored it
+ * wrote; cheaper than a shuffle or shared-memory exchange of 64 bytes). */
 KINET_DEV_FN int kinet_dev_post_group(int g, struct kinet_dev_qp *qp, const struct kinet_dev_xfer *x,
 				      const struct kinet_dev_tail *t, uint64_t *ticket)
 {
@@ -127,6 +149,7 @@ KINET_DEV_FN int kinet_dev_post_group(int g, struct kinet_dev_qp *qp, const stru
 		round = 1;
 	uint64_t posted = 0, tk = 0;
 	int st = 0;
+	int need_last = qp->db_mode == KINET_DB_GPU || qp->db_mode == KINET_DB_BF;
 	while (posted < total) {
 		uint32_t n = (uint32_t)(total - posted < round ? total - posted : round);
 		uint64_t start = 0;
@@ -140,16 +163,7 @@ KINET_DEV_FN int kinet_dev_post_group(int g, struct kinet_dev_qp *qp, const stru
 		int have_last = 0;
 		union kinet_dev_wqe w;
 		for (uint32_t i = rank; i < c; i += gsize) {
-			uint64_t k = posted + i;
-			uint64_t off = k * chunk;
-			uint64_t len = x->size - off < chunk ? x->size - off : chunk;
-			uint8_t op = x->opcode;
-			if (op == KINET_WQE_OP_RDMA_WRITE_IMM && k != nchunks - 1)
-				op = KINET_WQE_OP_RDMA_WRITE;
-			kinet_dev_wqe_build_rdma(&w, qp->qpn, start + i, op, KINET_DEV_WQE_SIGNALED,
-						 x->laddr + off, x->lkey, x->raddr + off, x->rkey,
-						 (uint32_t)len,
-						 op == KINET_WQE_OP_RDMA_WRITE_IMM ? x->imm_be : 0);
+			kinet_dev_build_chunk(&w, qp, start + i, x, chunk, nchunks, posted + i);
 			kinet_dev_wqe_store(qp, start + i, &w);
 			if (i == n - 1) {
 				kinet_dev_wqe_words(&w, lastq);
@@ -165,8 +179,16 @@ KINET_DEV_FN int kinet_dev_post_group(int g, struct kinet_dev_qp *qp, const stru
 		/* Every member's WQE stores happen before rank 0's release fence
 		 * in kinet_dev_sq_ring (barrier, then a cumulative fence). */
 		kinet_dev_group_sync(g);
-		if (rank == 0)
+		if (rank == 0) {
+			if (need_last && !have_last) {
+				/* the last WQE is chunk posted + n - 1, another lane's */
+				kinet_dev_build_chunk(&w, qp, start + n - 1, x, chunk, nchunks,
+						      posted + n - 1);
+				kinet_dev_wqe_words(&w, lastq);
+				have_last = 1;
+			}
 			st = kinet_dev_sq_commit(qp, start, n, have_last ? lastq : NULL);
+		}
 		tk = start + n;
 		kinet_dev_group_bcast(g, &st, &tk);
 		if (st)
@@ -638,7 +660,7 @@ KINET_DEV_FN int kinet_dev_wait_block(struct kinet_dev_qp *qp, uint64_t ticket)
 
 KINET_DEV_FN int kinet_dev_quiet(struct kinet_dev_qp *qp)
 {
-	return kinet_dev_wait(qp, kinet_dev_load_acquire_u64_gpu(&qp->sq_ready));
+	return kinet_dev_wait(qp, kinet_dev_scoped_load_acquire_u64(kinet_dev_qp_scope(qp), &qp->sq_ready));
 }
 KINET_DEV_FN int kinet_dev_quiet_g(int g, struct kinet_dev_qp *qp)
 {

@@ -20,7 +20,11 @@
  *    wrote the CQE/signal is then read fresh (L1 is invalidated).
  *  - kinet_dev_fence_sys(): full (sequentially consistent) system fence.
  *  - *_gpu variants order device-state counters (in GPU memory) between GPU
- *    threads; under emulation they are the same C11 fences.
+ *    threads; *_cta variants the same between threads of one block (QPs
+ *    shared KINET_SHARE_CTA); under emulation they are the same C11 fences.
+ *  - kinet_dev_load_cqe_hi/_lo() (CUDA only): 16-byte relaxed
+ *    system-scope loads of a CQE's last 32 bytes (kinet_dev_cq_peek_at in
+ *    queue.cuh; under emulation it reads op_own with an acquire load).
  */
 #ifndef KINET_DEVICE_PLATFORM_CUH
 #define KINET_DEVICE_PLATFORM_CUH
@@ -121,6 +125,10 @@ KINET_DEV_FN void kinet_dev_fence_gpu(void)
 {
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
+KINET_DEV_FN void kinet_dev_fence_cta(void)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
 
 KINET_DEV_FN uint64_t kinet_dev_load_acquire_u64_sys(const uint64_t *p)
 {
@@ -130,7 +138,15 @@ KINET_DEV_FN uint64_t kinet_dev_load_acquire_u64_gpu(const uint64_t *p)
 {
 	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
+KINET_DEV_FN uint64_t kinet_dev_load_acquire_u64_cta(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
 KINET_DEV_FN uint32_t kinet_dev_load_acquire_u32_gpu(const uint32_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+KINET_DEV_FN uint32_t kinet_dev_load_acquire_u32_cta(const uint32_t *p)
 {
 	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
@@ -147,6 +163,10 @@ KINET_DEV_FN uint8_t kinet_dev_load_volatile_u8(const uint8_t *p)
 	return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 KINET_DEV_FN void kinet_dev_store_release_u64_gpu(uint64_t *p, uint64_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+KINET_DEV_FN void kinet_dev_store_release_u64_cta(uint64_t *p, uint64_t v)
 {
 	__atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
@@ -181,9 +201,22 @@ KINET_DEV_FN uint32_t kinet_dev_atomic_cas_u32(uint32_t *p, uint32_t expected, u
 	__atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 	return expected;
 }
+/* Block-scope forms (the same under emulation). */
+KINET_DEV_FN uint64_t kinet_dev_atomic_cas_u64_cta(uint64_t *p, uint64_t expected, uint64_t desired)
+{
+	return kinet_dev_atomic_cas_u64(p, expected, desired);
+}
+KINET_DEV_FN uint32_t kinet_dev_atomic_cas_u32_cta(uint32_t *p, uint32_t expected, uint32_t desired)
+{
+	return kinet_dev_atomic_cas_u32(p, expected, desired);
+}
 KINET_DEV_FN uint32_t kinet_dev_atomic_exch_u32(uint32_t *p, uint32_t v)
 {
 	return __atomic_exchange_n(p, v, __ATOMIC_ACQ_REL);
+}
+KINET_DEV_FN uint32_t kinet_dev_atomic_exch_u32_cta(uint32_t *p, uint32_t v)
+{
+	return kinet_dev_atomic_exch_u32(p, v);
 }
 KINET_DEV_FN uint64_t kinet_dev_atomic_max_u64(uint64_t *p, uint64_t v)
 {
@@ -229,10 +262,17 @@ KINET_DEV_FN uint64_t kinet_dev_now_ns(void)
 	return t;
 }
 
+/* Every iteration of a device wait loop already costs a PCIe read (~2 us)
+ * of a CQE or a signal word, so the first KINET_DEV_SPIN_ITERS iterations
+ * do not sleep at all (no added latency when the answer is near); then
+ * short sleeps, then longer ones, to leave the memory system to others. */
+#ifndef KINET_DEV_SPIN_ITERS
+#define KINET_DEV_SPIN_ITERS 64u
+#endif
 KINET_DEV_FN void kinet_dev_relax(uint32_t iter)
 {
-	if (iter >= 8)
-		__nanosleep(iter < 256 ? 32 : 256);
+	if (iter >= KINET_DEV_SPIN_ITERS)
+		__nanosleep(iter < 4u * KINET_DEV_SPIN_ITERS ? 32 : 256);
 }
 
 /* fence.sc.sys */
@@ -255,6 +295,11 @@ KINET_DEV_FN void kinet_dev_fence_gpu(void)
 {
 	__threadfence();
 }
+/* fence.acq_rel.cta, between threads of one block sharing a QP's counters. */
+KINET_DEV_FN void kinet_dev_fence_cta(void)
+{
+	asm volatile("fence.acq_rel.cta;" ::: "memory");
+}
 
 KINET_DEV_FN uint64_t kinet_dev_load_acquire_u64_sys(const uint64_t *p)
 {
@@ -274,6 +319,18 @@ KINET_DEV_FN uint32_t kinet_dev_load_acquire_u32_gpu(const uint32_t *p)
 	asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
 	return v;
 }
+KINET_DEV_FN uint64_t kinet_dev_load_acquire_u64_cta(const uint64_t *p)
+{
+	uint64_t v;
+	asm volatile("ld.acquire.cta.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+}
+KINET_DEV_FN uint32_t kinet_dev_load_acquire_u32_cta(const uint32_t *p)
+{
+	uint32_t v;
+	asm volatile("ld.acquire.cta.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
+}
 KINET_DEV_FN uint64_t kinet_dev_load_relaxed_u64(const uint64_t *p)
 {
 	return *(const volatile uint64_t *)p;
@@ -289,6 +346,10 @@ KINET_DEV_FN uint8_t kinet_dev_load_volatile_u8(const uint8_t *p)
 KINET_DEV_FN void kinet_dev_store_release_u64_gpu(uint64_t *p, uint64_t v)
 {
 	asm volatile("st.release.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+KINET_DEV_FN void kinet_dev_store_release_u64_cta(uint64_t *p, uint64_t v)
+{
+	asm volatile("st.release.cta.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 KINET_DEV_FN void kinet_dev_store_release_u64_sys(uint64_t *p, uint64_t v)
 {
@@ -325,9 +386,44 @@ KINET_DEV_FN uint32_t kinet_dev_atomic_exch_u32(uint32_t *p, uint32_t v)
 {
 	return (uint32_t)atomicExch((unsigned int *)p, v);
 }
+/* Block-scope atomics (atom.cta): QPs shared by the threads of one block. */
+KINET_DEV_FN uint64_t kinet_dev_atomic_cas_u64_cta(uint64_t *p, uint64_t expected, uint64_t desired)
+{
+	return (uint64_t)atomicCAS_block((unsigned long long *)p, (unsigned long long)expected,
+					 (unsigned long long)desired);
+}
+KINET_DEV_FN uint32_t kinet_dev_atomic_cas_u32_cta(uint32_t *p, uint32_t expected, uint32_t desired)
+{
+	return (uint32_t)atomicCAS_block((unsigned int *)p, expected, desired);
+}
+KINET_DEV_FN uint32_t kinet_dev_atomic_exch_u32_cta(uint32_t *p, uint32_t v)
+{
+	return (uint32_t)atomicExch_block((unsigned int *)p, v);
+}
 KINET_DEV_FN uint64_t kinet_dev_atomic_max_u64(uint64_t *p, uint64_t v)
 {
 	return (uint64_t)atomicMax((unsigned long long *)p, (unsigned long long)v);
+}
+
+/* CQE loads: relaxed system-scope 16-byte vector loads of pinned host
+ * memory (one PCIe read request each).  _hi: bytes 48..63 of the 64-byte
+ * CQE c into q[0..1] (op_own is the top byte of q[1]); _lo: bytes 32..47
+ * into q[0..1]. */
+KINET_DEV_FN void kinet_dev_load_cqe_hi(const void *c, uint64_t q[2])
+{
+	const uint8_t *p = (const uint8_t *)c;
+	asm volatile("ld.relaxed.sys.v2.u64 {%0, %1}, [%2];"
+		     : "=l"(q[0]), "=l"(q[1])
+		     : "l"(p + 48)
+		     : "memory");
+}
+KINET_DEV_FN void kinet_dev_load_cqe_lo(const void *c, uint64_t q[2])
+{
+	const uint8_t *p = (const uint8_t *)c;
+	asm volatile("ld.relaxed.sys.v2.u64 {%0, %1}, [%2];"
+		     : "=l"(q[0]), "=l"(q[1])
+		     : "l"(p + 32)
+		     : "memory");
 }
 
 KINET_DEV_FN uint32_t kinet_dev_lane_id(void)

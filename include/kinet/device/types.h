@@ -42,6 +42,10 @@ struct kinet_dev_cq {
 	uint64_t ci;	    /* CQEs consumed */
 	uint32_t poll_lock; /* one poller at a time in the high-level API */
 	uint32_t pad;
+	/* Added by the device API (zero at export is right: it only makes the
+	 * first publication come early).  The consumer index last written to
+	 * dbrec; kinet_dev_cq_consume publishes lazily (docs/DEVICE_API.md). */
+	uint64_t ci_published;
 };
 
 struct kinet_dev_qp {
