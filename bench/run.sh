@@ -85,6 +85,9 @@ run write --lat -s 8
 # 2. Compute + put + wait per iteration: persistent kernel vs kernel boundary.
 run iter -s 8,64,512,4096
 run iter -s 8,64,512,4096 --src-mem gpu
+# The same with a light compute step (about 2 us), where the launch and
+# synchronisation the kernel-boundary way pays weigh most.
+run iter -s 8,64,512,4096 --src-mem gpu --compute-reps 1 --compute-n 4096
 # 3. Bandwidth vs size (window of 64 outstanding per thread).
 run write --bw --sweep 4K:64M
 run write --bw --sweep 4K:64M --src-mem gpu --dst-mem gpu

@@ -68,6 +68,20 @@ static bool sq_room(struct kinet_qp *qp, uint32_t nbb)
 	return qp->sq_pi + nbb - qp->sq_ci_host <= qp->sq_bbs;
 }
 
+/* 1 when the SGE names registered CUDA memory. */
+static int sge_in_gpu_memory(struct kinet_ctx *ctx, const struct kinet_sge *sge)
+{
+	struct kinet_mr_ref ref;
+	int gpu;
+
+	if (ctx->cuda_device < 0)
+		return 0;
+	kinet_mr_table_rdlock(ctx);
+	gpu = !kinet_mr_lookup(ctx, sge->lkey, sge->addr, sge->length, 0, &ref) && ref.type == KINET_MEM_CUDA;
+	kinet_mr_table_unlock(ctx);
+	return gpu;
+}
+
 static int send_state_check(struct kinet_qp *qp)
 {
 	int state = atomic_load(&qp->state);
@@ -133,6 +147,14 @@ static int check_send_wr(struct kinet_qp *qp, const struct kinet_send_wr *wr, in
 			return SEND_EINVAL("wr->send_flags", "INLINE only for writes and sends");
 		if (total > qp->attr.max_inline)
 			return SEND_EINVAL("wr->sg_list", "inline data longer than the QP's max_inline");
+		/* The CPU copies inline data into the WQE itself, so it must be
+		 * able to read it: registered GPU memory is refused (the lkey of
+		 * an inline SGE may also be unused, as in verbs; then the data is
+		 * taken to be host memory). */
+		for (i = 0; i < wr->num_sge; i++)
+			if (sge_in_gpu_memory(qp->ctx, &wr->sg_list[i]))
+				return SEND_EINVAL("wr->sg_list",
+						   "inline data in GPU memory (post it by reference)");
 	}
 	return 0;
 }

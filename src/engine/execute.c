@@ -349,6 +349,10 @@ int kinet_engine_progress_qp(struct kinet_engine_thread *t, struct kinet_qp *qp)
 	}
 	if (qp->sq_ci == qp->sq_seen_pi)
 		return work;
+	/* The device wrote these blocks, so they are not in this core's cache:
+	 * start the misses of the batch together rather than one per WQE. */
+	for (uint64_t i = qp->sq_ci; i < qp->sq_seen_pi && i < qp->sq_ci + 16; i++)
+		__builtin_prefetch(wqe_unit(qp, i, 0));
 	/* One read lock of the registration table, and (in the transport) one
 	 * look-up of the target, for the whole batch rather than per WQE: they
 	 * are shared cache lines every engine thread would bounce. */

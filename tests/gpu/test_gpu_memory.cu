@@ -482,6 +482,15 @@ KT_TEST(gpu_protection)
 	KT_CHECK_EQ(wc.status, KINET_SYND_LOCAL_PROT_ERR);
 	KT_CHECK(all_is(buf_read(&l, 0, 4096), 0x11));
 	KT_CHECK(guards_ok(&l));
+	/* Inline data the CPU cannot read: refused at posting, nothing sent. */
+	pair_destroy(&p);
+	KT_OK(pair_create(ctx, &p));
+	s = sge(&l, 0, 16);
+	w = wr(3, KINET_WR_RDMA_WRITE, &s, &r, 0);
+	w.send_flags |= KINET_SEND_INLINE;
+	KT_CHECK_EQ(kinet_post_send(p.qp[0], &w, 1, NULL), -EINVAL);
+	KT_CHECK_EQ(kinet_qp_state(p.qp[0]), KINET_QPS_RTS);
+	KT_CHECK(all_is(buf_read(&r, 0, 4096), 0x22));
 	buf_free(&l);
 	buf_free(&r);
 	pair_destroy(&p);

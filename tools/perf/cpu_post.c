@@ -44,7 +44,7 @@ static void make_wr(struct perf_env *e, int q, size_t p, uint64_t i, struct cpu_
 	switch (o->op) {
 	case PERF_OP_WRITE:
 		wr->opcode = KINET_WR_RDMA_WRITE;
-		if (e->inl)
+		if (e->inl && o->src_mem == PERF_MEM_HOST) /* the CPU reads inline data */
 			wr->send_flags |= KINET_SEND_INLINE;
 		break;
 	case PERF_OP_READ:
