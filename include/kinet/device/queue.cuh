@@ -361,35 +361,6 @@ KINET_DEV_FN int kinet_dev_cq_peek_at(struct kinet_dev_cq *cq, uint64_t ci, int 
 	return 0;
 }
 
-/* Requester CQEs at ci, ci+1, ... read with KINET_DEV_CQE_BATCH loads in
- * flight at once (one PCIe round trip for the batch instead of one per
- * CQE; each 16-byte load is a snapshot of its own CQE, as in peek_at).
- * Returns how many consecutive entries from ci were ready (0 when the first
- * was not); out[] holds them decoded.  No fence. */
-#define KINET_DEV_CQE_BATCH 4
-KINET_DEV_FN int kinet_dev_cq_peek_batch(struct kinet_dev_cq *cq, uint64_t ci, struct kinet_dev_cqe *out)
-{
-#if defined(KINET_HOST_EMU)
-	int n = 0;
-	while (n < KINET_DEV_CQE_BATCH && kinet_dev_cq_peek_at(cq, ci + (uint64_t)n, 0, &out[n]) == 0)
-		n++;
-	return n;
-#else
-	uint64_t q[KINET_DEV_CQE_BATCH][2];
-	for (int i = 0; i < KINET_DEV_CQE_BATCH; i++)
-		kinet_dev_load_cqe_hi(&cq->cqes[(ci + (uint64_t)i) & cq->mask], q[i]);
-	int n = 0;
-	for (; n < KINET_DEV_CQE_BATCH; n++) {
-		uint8_t op_own = (uint8_t)(q[n][1] >> 56);
-		if ((op_own >> 4) == KINET_CQE_INVALID ||
-		    (op_own & 1) != kinet_cqe_sw_owner(ci + (uint64_t)n, cq->log_depth))
-			break;
-		kinet_dev_cqe_decode(q[n], 0, &out[n]);
-	}
-	return n;
-#endif
-}
-
 /* 0 and *out (every field) when the CQE at consumer index ci is ready, then
  * a system-scope acquire fence: the data the CQE reports (read results,
  * atomic old values, received bytes) can be read.  Else EAGAIN. */
@@ -486,33 +457,24 @@ KINET_DEV_FN int kinet_dev_qp_progress_until(struct kinet_dev_qp *qp, uint64_t t
 	uint32_t depth = cq->mask + 1;
 	uint32_t n = 0;
 	int acquire = 0;
-	struct kinet_dev_cqe batch[KINET_DEV_CQE_BATCH];
-	int got = 0;
-	/* The batch never reads past depth - 1 entries ahead: beyond that the
-	 * slots hold the previous pass, whose owner bit already rejects them. */
-	while (n + KINET_DEV_CQE_BATCH <= depth && done < target &&
-	       (got = kinet_dev_cq_peek_batch(cq, ci, batch)) > 0) {
-		for (int i = 0; i < got; i++) {
-			struct kinet_dev_cqe *e = &batch[i];
-			uint64_t widx = kinet_dev_extend16(done, e->wqe_counter);
-			acquire |= kinet_dev_cqe_covers_data(e);
-			if (kinet_dev_cqe_is_error(e)) {
-				if (!kinet_dev_scoped_load_relaxed_u32(scope, &qp->sq_error)) {
-					kinet_dev_scoped_store_relaxed_u64(scope, &qp->sq_error_idx, widx);
-					kinet_dev_scoped_fence(scope); /* index before the flag */
-					kinet_dev_scoped_store_relaxed_u32(
-						scope, &qp->sq_error, e->syndrome | KINET_DEV_ERROR_FLAG);
-					kinet_dev_record_error(qp->err, -EIO, qp->qpn, e->syndrome,
-							       e->wqe_opcode, e->wqe_counter);
-				}
+	struct kinet_dev_cqe e;
+	while (n < depth && done < target && kinet_dev_cq_peek_at(cq, ci, 0, &e) == 0) {
+		uint64_t widx = kinet_dev_extend16(done, e.wqe_counter);
+		acquire |= kinet_dev_cqe_covers_data(&e);
+		if (kinet_dev_cqe_is_error(&e)) {
+			if (!kinet_dev_scoped_load_relaxed_u32(scope, &qp->sq_error)) {
+				kinet_dev_scoped_store_relaxed_u64(scope, &qp->sq_error_idx, widx);
+				kinet_dev_scoped_fence(scope); /* index before the flag */
+				kinet_dev_scoped_store_relaxed_u32(scope, &qp->sq_error,
+								   e.syndrome | KINET_DEV_ERROR_FLAG);
+				kinet_dev_record_error(qp->err, -EIO, qp->qpn, e.syndrome, e.wqe_opcode,
+						       e.wqe_counter);
 			}
-			if (widx + 1 > done)
-				done = widx + 1;
 		}
-		ci += (uint64_t)got;
-		n += (uint32_t)got;
-		if (got < KINET_DEV_CQE_BATCH)
-			break;
+		if (widx + 1 > done)
+			done = widx + 1;
+		ci++;
+		n++;
 	}
 	if (n) {
 		if (acquire)
