@@ -325,6 +325,12 @@ def main(argv):
     print("target vs measured:")
     for t, meas, v in tg:
         print(f"  [{v}] {t}: {meas}")
+    # What limits each target: measured by hand (bench/latency_breakdown and
+    # profiling), kept in bench/analysis.md and carried into every report.
+    analysis = os.path.join(ROOT, "bench", "analysis.md")
+    if not emulated and os.path.exists(analysis):
+        with open(analysis) as f:
+            w(f.read().strip() + "\n")
 
     # Floors
     w("## Floors\n")

@@ -161,39 +161,6 @@ static int copy_out(void *dst, const void *src, size_t n)
 #endif
 }
 
-static int copy_in(void *dst, const void *src, size_t n)
-{
-#if defined(KINET_HOST_EMU)
-	memcpy(dst, src, n);
-	return 0;
-#else
-	return cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice) == cudaSuccess ? 0 : -EIO;
-#endif
-}
-
-/* put_signal needs the QP's scratch buffer (for the atomic's unused old
- * value).  Provide one if the host library did not. */
-static int ensure_scratch(struct kinet_ctx *ctx, struct kinet_dev_qp *dqp, struct kinet_mr **mr, void **mem)
-{
-	struct kinet_dev_qp d;
-	*mr = NULL;
-	*mem = NULL;
-	if (copy_out(&d, dqp, sizeof(d)))
-		return -EIO;
-	if (d.scratch)
-		return 0;
-	void *s = dev_alloc(64);
-	if (!s)
-		return -ENOMEM;
-	*mem = s;
-	int rc = kinet_mr_reg(ctx, s, 64, KINET_ACCESS_LOCAL_WRITE, mr);
-	if (rc)
-		return rc;
-	d.scratch = (uint64_t)(uintptr_t)s;
-	d.scratch_lkey = kinet_mr_lkey(*mr);
-	return copy_in(&dqp->scratch, &d.scratch, sizeof(d.scratch) + sizeof(d.scratch_lkey));
-}
-
 int main(int argc, char **argv)
 {
 	const char *where = "CPU threads (host emulation, software NIC)";
@@ -203,8 +170,7 @@ int main(int argc, char **argv)
 	struct kinet_cq *cq[2];
 	struct kinet_qp *qp[2];
 	struct kinet_dev_qp *dqp[2];
-	struct kinet_mr *mr[2], *scratch_mr[2];
-	void *scratch[2];
+	struct kinet_mr *mr[2];
 	struct kinet_qp_info info[2];
 	struct pingpong_args a;
 	uint8_t *buf[2];
@@ -261,8 +227,9 @@ int main(int argc, char **argv)
 	}
 	for (int s = 0; s < 2; s++) {
 		CHECK(kinet_qp_connect(qp[s], &info[1 - s]));
+		/* The export also gives the descriptor the scratch buffer that
+		 * takes put_signal's unused old value. */
 		CHECK(kinet_qp_export(qp[s], &dqp[s]));
-		CHECK(ensure_scratch(ctx, dqp[s], &scratch_mr[s], &scratch[s]));
 	}
 
 	memset(&a, 0, sizeof(a));
@@ -324,10 +291,6 @@ int main(int argc, char **argv)
 		kinet_qp_destroy(qp[s]);
 		kinet_cq_destroy(cq[s]);
 		kinet_mr_dereg(mr[s]);
-		if (scratch_mr[s])
-			kinet_mr_dereg(scratch_mr[s]);
-		if (scratch[s])
-			dev_free(scratch[s]);
 		dev_free(buf[s]);
 	}
 	dev_free(a.rtt_ns);

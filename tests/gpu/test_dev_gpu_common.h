@@ -134,8 +134,7 @@ static inline void g_opts_init(struct g_opts *o)
 struct g_side {
 	struct kinet_cq *scq, *rcq;
 	struct kinet_qp *qp;
-	struct kinet_dev_qp *d; /* GPU memory */
-	struct g_buf scratch;
+	struct kinet_dev_qp *d; /* GPU memory; scratch buffer provided by kinet_qp_export */
 };
 
 struct g_pair {
@@ -170,25 +169,6 @@ static inline int g_side_create(struct kinet_ctx *ctx, struct g_side *s, const s
 	return kinet_qp_create(ctx, &qa, &s->qp);
 }
 
-/* Gives the exported descriptor a scratch buffer if the library did not. */
-static inline int g_side_scratch(struct kinet_ctx *ctx, struct g_side *s)
-{
-	struct kinet_dev_qp d;
-	if (cudaMemcpy(&d, s->d, sizeof(d), cudaMemcpyDeviceToHost) != cudaSuccess)
-		return -EIO;
-	if (d.scratch)
-		return 0;
-	int rc = g_buf_alloc(ctx, &s->scratch, 64, 1);
-	if (rc)
-		return rc;
-	d.scratch = g_addr(&s->scratch, 0);
-	d.scratch_lkey = s->scratch.key;
-	return cudaMemcpy(&s->d->scratch, &d.scratch, sizeof(d.scratch) + sizeof(d.scratch_lkey),
-			  cudaMemcpyHostToDevice) == cudaSuccess
-		       ? 0
-		       : -EIO;
-}
-
 static inline void g_pair_destroy(struct g_pair *p)
 {
 	for (int i = 0; i < 2; i++) {
@@ -199,7 +179,6 @@ static inline void g_pair_destroy(struct g_pair *p)
 			kinet_cq_destroy(s->scq);
 		if (s->rcq)
 			kinet_cq_destroy(s->rcq);
-		g_buf_free(&s->scratch);
 		memset(s, 0, sizeof(*s));
 	}
 }
@@ -218,8 +197,6 @@ static inline int g_pair_create(struct kinet_ctx *ctx, struct g_pair *p, const s
 		rc = kinet_qp_connect(p->s[i].qp, &info[1 - i]);
 	for (int i = 0; i < 2 && !rc; i++)
 		rc = kinet_qp_export(p->s[i].qp, &p->s[i].d);
-	for (int i = 0; i < 2 && !rc; i++)
-		rc = g_side_scratch(ctx, &p->s[i]);
 	if (rc) {
 		fprintf(stderr, "g_pair_create: %s\n", kinet_strerror(rc));
 		g_pair_destroy(p);

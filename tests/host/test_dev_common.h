@@ -56,9 +56,7 @@ struct kd_side {
 	struct kinet_ctx *ctx;
 	struct kinet_cq *scq, *rcq;
 	struct kinet_qp *qp;
-	struct kinet_dev_qp *d;
-	struct kinet_mr *scratch_mr;
-	uint64_t scratch[8];
+	struct kinet_dev_qp *d; /* scratch buffer provided by kinet_qp_export */
 };
 
 struct kd_pair {
@@ -116,20 +114,6 @@ static inline int kd_side_create(struct kd_side *s, struct kinet_ctx *ctx, const
 	return kinet_qp_create(ctx, &qa, &s->qp);
 }
 
-/* The export leaves scratch == 0 unless the host library fills it; the
- * tests then provide one (host memory: the descriptor is host memory). */
-static inline int kd_side_scratch(struct kd_side *s)
-{
-	if (s->d->scratch)
-		return 0;
-	int rc = kinet_mr_reg(s->ctx, s->scratch, sizeof(s->scratch), KD_ACC_ALL, &s->scratch_mr);
-	if (rc)
-		return rc;
-	s->d->scratch = (uint64_t)(uintptr_t)s->scratch;
-	s->d->scratch_lkey = kinet_mr_lkey(s->scratch_mr);
-	return 0;
-}
-
 static inline void kd_pair_destroy(struct kd_pair *p)
 {
 	for (int i = 0; i < 2; i++) {
@@ -140,8 +124,6 @@ static inline void kd_pair_destroy(struct kd_pair *p)
 			kinet_cq_destroy(s->scq);
 		if (s->rcq)
 			kinet_cq_destroy(s->rcq);
-		if (s->scratch_mr)
-			kinet_mr_dereg(s->scratch_mr);
 		memset(s, 0, sizeof(*s));
 	}
 	for (int i = 0; i < p->nctx; i++)
@@ -190,9 +172,6 @@ static inline int kd_pair_create(struct kd_pair *p, const struct kd_opts *o)
 	}
 	for (int i = 0; i < 2; i++) {
 		rc = kinet_qp_export(p->s[i].qp, &p->s[i].d);
-		if (rc)
-			goto fail;
-		rc = kd_side_scratch(&p->s[i]);
 		if (rc)
 			goto fail;
 	}

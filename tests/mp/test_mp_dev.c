@@ -17,7 +17,8 @@ static struct mp m;
 static struct kinet_dev_qp **dev;
 
 /* Layout: [ring in: size*RING*SZ][ring out: size*RING*SZ][a2a in: size*BLK]
- * [a2a out: size*BLK][signals: 2*64 words][scratch: 64 words per peer]. */
+ * [a2a out: size*BLK][signals: 2*64 words].  The scratch word that
+ * non-fetching atomics need comes with the export (kinet_qp_export). */
 static size_t ring_in(int s, int k)
 {
 	return ((size_t)s * RING + (size_t)k) * SZ;
@@ -79,14 +80,10 @@ KT_TEST(put_signal_and_alltoall)
 	kinet_mesh_attr_init(&ma);
 	ma.with_recv = 0;
 	ma.qp.sq_depth = 64;
-	KT_OK(mp_open(&m, 2 * (RING * SZ + BLK) + 64 * 8, 2 * 64 * 8, &ma));
+	KT_OK(mp_open(&m, 2 * (RING * SZ + BLK), 2 * 64 * 8, &ma));
 	KT_CHECK(m.size <= 64);
 	KT_OK(kinet_mesh_export(m.mesh, 0, &dev));
 	for (int p = 0; p < m.size; p++) {
-		/* Non-fetching atomics need a scratch word (descriptors are host
-		 * memory under emulation). */
-		dev[p]->scratch = (uint64_t)(uintptr_t)(m.buf + m.len - (size_t)(p + 1) * 8 * 8);
-		dev[p]->scratch_lkey = kinet_mr_lkey(m.mr);
 		for (int k = 0; k < RING; k++)
 			mp_fill(m.buf + ring_out(p, k), SZ, m.rank, p, k);
 		mp_fill(m.buf + a2a_out(p), BLK, m.rank, p, 100);

@@ -196,7 +196,7 @@ struct perf_env {
 	struct kinet_mr *src_mr, *dst_mr;
 	uint64_t *results; /* old values of atomics: one word per poster */
 	struct kinet_mr *res_mr;
-	uint64_t *scratch; /* old values of put_signal's add */
+	uint64_t *scratch; /* old values of put_signal's add posted from the CPU */
 	struct kinet_mr *scratch_mr;
 	size_t nposters;
 	uint64_t sig_off;	       /* signal word: dst + q*dst_stride + sig_off */

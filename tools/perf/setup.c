@@ -239,25 +239,14 @@ int perf_env_setup(struct perf_env *e, uint64_t size, int gpu_init, size_t npost
 		}
 		for (int q = 0; q < e->nqps && !rc; q++) {
 			struct kinet_dev_cq *dcq;
-			struct kinet_dev_qp d;
 			rc = kinet_cq_export(e->ini[q].scq, &dcq);
 			if (!rc)
 				rc = kinet_qp_export(e->ini[q].qp, &e->ini[q].dev);
 			if (rc)
 				break;
+			/* The export also fills the scratch buffer for the old
+			 * value put_signal's add does not want. */
 			tmp[q] = e->ini[q].dev;
-			/* put_signal's add needs a buffer for the old value it
-			 * does not want; give one where the export left none. */
-			if (perf_copy_from(&d, e->ini[q].dev, sizeof(d))) {
-				rc = -EIO;
-				break;
-			}
-			if (!d.scratch) {
-				d.scratch = (uint64_t)(uintptr_t)&e->scratch[q];
-				d.scratch_lkey = kinet_mr_lkey(e->scratch_mr);
-				if (perf_copy_to(e->ini[q].dev, &d, sizeof(d)))
-					rc = -EIO;
-			}
 		}
 		if (!rc) {
 			e->dev_qps = (struct kinet_dev_qp **)perf_alloc(PERF_MEM_HOST,
