@@ -117,6 +117,10 @@ static void deliver(struct kinet_carrier *c, struct kinet_carrier_peer *peer, co
 		rp_ipc_on_probe(rs, car, peer, &m, (const uint8_t *)msg + sizeof(m));
 	else if (m.type == RP_IPC_ACK)
 		rp_ipc_on_ack(rs, &m, (const uint8_t *)msg + sizeof(m));
+	else if (m.type == RP_PING)
+		rp_on_ping(rs, car, peer, &m);
+	else if (m.type == RP_PONG)
+		rp_on_pong(rs, &m);
 	else
 		KINET_WARN("remote: dropping a message of unknown type %u", m.type);
 }

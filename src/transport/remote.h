@@ -24,7 +24,12 @@
 
 /* RP_IPC_PROBE/RP_IPC_ACK: can the target open the requester's CUDA IPC
  * handle (node_ipc.c)?  Outside the order of requests. */
-enum { RP_REQ = 1, RP_RESP = 2, RP_IPC_PROBE = 3, RP_IPC_ACK = 4 };
+/* RP_PING/RP_PONG: header only.  While an operation waits at the target
+ * (for a receive, say) the requester pings now and then and the target
+ * answers; a target silent for the QP's timeout is taken for dead, as an
+ * RC requester whose retries go unanswered.  Carriers that cannot tell a
+ * dead peer otherwise (ofi) rely on it. */
+enum { RP_REQ = 1, RP_RESP = 2, RP_IPC_PROBE = 3, RP_IPC_ACK = 4, RP_PING = 5, RP_PONG = 6 };
 #define RP_FLAG_LAST 0x01u
 /* Request: the payload is a struct rp_ipc naming the requester's buffer,
  * which the target reaches through CUDA IPC (data not in the message).
@@ -120,7 +125,9 @@ struct rp_qp {
 	struct rp_carrier *car;
 	struct kinet_carrier_peer *peer;
 	uint64_t next_seq;
-	uint64_t oldest; /* lowest seq not yet retired */
+	uint64_t oldest;	/* lowest seq not yet retired */
+	uint64_t last_ping_ns;	/* RP_PING sent while waiting on the peer */
+	uint64_t last_heard_ns; /* a response or RP_PONG came from the peer */
 	/* A write/send whose later fragments met a full carrier. */
 	bool tx_active;
 	uint64_t tx_seq;
@@ -194,11 +201,14 @@ void rp_execute(struct kinet_engine_thread *t, struct kinet_qp *qp, struct kinet
 		struct kinet_exec_result *res);
 int rp_op_done(struct kinet_qp *qp, uint64_t token, uint8_t *syndrome);
 void rp_on_response(struct rp_state *rs, const struct rp_msg *m, const uint8_t *payload);
+void rp_on_pong(struct rp_state *rs, const struct rp_msg *m);
 
 /* remote_tgt.c */
 void rp_on_request(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
 		   const struct rp_msg *m, const uint8_t *payload);
 int rp_target_progress(struct rp_state *rs);
+void rp_on_ping(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
+		const struct rp_msg *m);
 void rp_target_free(struct rp_state *rs);
 /* Sends a message of the target side (header + n bytes of data), or
  * queues it behind earlier ones the carrier had no room for. */

@@ -215,9 +215,13 @@ void rp_execute(struct kinet_engine_thread *t, struct kinet_qp *qp, struct kinet
 	} else {
 		rc = by_ipc ? send_ipc(p, s, &ipc) : send_frags(t, p, s, op->inline_data);
 		if (rc == -EAGAIN && p->tx_off == 0) {
-			p->next_seq--; /* nothing went out */
+			/* Nothing went out.  A carrier that stays full is a
+			 * peer that does not take our messages: retried until
+			 * the QP's timeout, then TRANSPORT_RETRY_EXC. */
+			p->next_seq--;
 			s->seq = 0;
-			res->status = KINET_EXEC_BUSY;
+			res->status = KINET_EXEC_RETRY;
+			res->syndrome = KINET_SYND_TRANSPORT_RETRY_EXC_ERR;
 			goto out;
 		}
 		if (rc == -EAGAIN) {
@@ -234,6 +238,39 @@ void rp_execute(struct kinet_engine_thread *t, struct kinet_qp *qp, struct kinet
 		res->byte_cnt = 8;
 out:
 	pthread_mutex_unlock(&rs->lock);
+}
+
+/* Nothing heard from the peer (responses, pongs) for the QP's timeout
+ * since this operation reached the head: it is not answering. */
+static bool peer_silent(struct kinet_qp *qp, struct rp_qp *p, struct rp_slot *s, uint64_t now)
+{
+	uint64_t since = p->last_heard_ns > s->head_since_ns ? p->last_heard_ns : s->head_since_ns;
+
+	return now - since > (uint64_t)qp->attr.timeout_ms * 1000000ull;
+}
+
+/* While an operation waits at the peer, sends it a ping now and then (a
+ * tenth of the QP's timeout, at least every 10 ms): a dead peer then fails
+ * a send, which is how carriers without another way (ofi) learn of it. */
+static void ping(struct kinet_qp *qp, struct rp_qp *p, uint64_t now)
+{
+	uint64_t every = (uint64_t)qp->attr.timeout_ms * 100000ull;
+
+	if (every < 10000000ull)
+		every = 10000000ull;
+	if (now - p->last_ping_ns < every)
+		return;
+	p->last_ping_ns = now;
+	struct rp_msg m = {
+		.magic = RP_MAGIC,
+		.version = RP_VERSION,
+		.type = RP_PING,
+		.src_qpn = qp->qpn,
+		.dst_qpn = qp->remote.qpn,
+		.src_node = qp->ctx->node_id,
+	};
+	struct iovec iov = {&m, sizeof(m)};
+	p->car->ops->send(p->car->c, p->peer, &iov, 1); /* full: the next ping will do */
 }
 
 int rp_op_done(struct kinet_qp *qp, uint64_t token, uint8_t *syndrome)
@@ -256,10 +293,12 @@ int rp_op_done(struct kinet_qp *qp, uint64_t token, uint8_t *syndrome)
 
 		if (!s->head_since_ns)
 			s->head_since_ns = now;
+		ping(qp, p, now);
 		if (atomic_load(&qp->state) == KINET_QPS_ERR)
 			slot_fail(s, 0); /* the engine flushes it */
 		else if (p->car->ops->peer_status(p->car->c, p->peer) ||
-			 now - s->head_since_ns > (uint64_t)s->limit_ms * 1000000ull)
+			 now - s->head_since_ns > (uint64_t)s->limit_ms * 1000000ull ||
+			 peer_silent(qp, p, s, now))
 			slot_fail(s, KINET_SYND_TRANSPORT_RETRY_EXC_ERR);
 	}
 	if (s->done) {
@@ -305,6 +344,14 @@ static uint8_t scatter(struct rp_state *rs, struct rp_slot *s, uint32_t off, con
 	return n ? KINET_SYND_LOCAL_LENGTH_ERR : 0;
 }
 
+void rp_on_pong(struct rp_state *rs, const struct rp_msg *m)
+{
+	struct rp_qp *p = rp_find_qp(rs, m->dst_qpn);
+
+	if (p && p->qp->remote.qpn == m->src_qpn && p->qp->remote.node_id == m->src_node)
+		p->last_heard_ns = kinet_now_ns();
+}
+
 void rp_on_response(struct rp_state *rs, const struct rp_msg *m, const uint8_t *payload)
 {
 	struct rp_qp *p = rp_find_qp(rs, m->dst_qpn);
@@ -315,6 +362,7 @@ void rp_on_response(struct rp_state *rs, const struct rp_msg *m, const uint8_t *
 			   m->src_qpn);
 		return;
 	}
+	p->last_heard_ns = kinet_now_ns();
 	s = slot_of(p, m->seq);
 	if (!s || s->done) {
 		KINET_DBG("QP %u: late response for operation %llu dropped", p->qp->qpn,

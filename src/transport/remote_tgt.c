@@ -525,3 +525,18 @@ void rp_target_free(struct rp_state *rs)
 		free(q);
 	}
 }
+
+/* A requester waiting on us checks that we are alive. */
+void rp_on_ping(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
+		const struct rp_msg *m)
+{
+	if (!car || !peer)
+		return;
+	struct rp_msg r = *m;
+	r.type = RP_PONG;
+	r.src_qpn = m->dst_qpn;
+	r.dst_qpn = m->src_qpn;
+	r.src_node = rs->ctx->node_id;
+	struct iovec iov = {&r, sizeof(r)};
+	car->ops->send(car->c, peer, &iov, 1); /* full: the next ping gets one */
+}
