@@ -115,6 +115,46 @@ run read --bw --sweep 4K:16M
 run put_signal --rate -s 8 -t 32 -b 16 -q 16 --engine-threads 4
 run send --rate -s 8 -t 32 -b 16 -q 16 --engine-threads 4
 
+# 6. Optional, KINET_BENCH_TWO_RANKS=1: the same between two ranks
+#    (kinetrun -n 2: rank 0 initiates and prints the JSON, rank 1 is the
+#    target; kinetrun prefixes their lines with "[rank] ").  On a machine
+#    with several GPUs each rank takes GPU KINET_LOCAL_RANK % count, so the
+#    GPU-memory sweep goes from one GPU to the other.
+# run2 ARGS...: as run, under kinetrun -n 2.
+run2() {
+	local now elapsed out rc
+	now=$(date +%s)
+	elapsed=$((now - START))
+	echo "kinetrun -n 2 -- kinet-perf $*" >>"$CMDS"
+	if [ "$elapsed" -ge "$BUDGET" ]; then
+		echo "SKIPPED (budget of ${BUDGET}s spent): kinetrun -n 2 -- kinet-perf $*" | tee -a "$LOG" >&2
+		SKIPPED=$((SKIPPED + 1))
+		return 0
+	fi
+	echo "[$elapsed s] kinetrun -n 2 -- kinet-perf $*" >&2
+	echo "### kinetrun -n 2 -- kinet-perf $*" >>"$LOG"
+	out=$(timeout --kill-after=10 "$CMD_TIMEOUT" "$KINETRUN" -n 2 -- "$PERF" "$@" --json 2>>"$LOG")
+	rc=$?
+	if [ -n "$out" ]; then
+		printf '%s\n' "$out" | sed -n 's/^\[0\] \({"tool":"kinet-perf".*\)$/\1/p' >>"$RESULTS"
+	fi
+	if [ $rc -ne 0 ]; then
+		echo "FAILED (exit $rc): kinetrun -n 2 -- kinet-perf $*" | tee -a "$LOG" >&2
+		FAILED=$((FAILED + 1))
+	fi
+	return 0
+}
+if [ "${KINET_BENCH_TWO_RANKS:-0}" = 1 ]; then
+	KINETRUN="$BUILD/tools/kinetrun"
+	[ -x "$KINETRUN" ] || KINETRUN="$(dirname "$PERF")/kinetrun"
+	if [ -x "$KINETRUN" ]; then
+		run2 write --lat -s 8
+		run2 write --bw --sweep 4K:64M --src-mem gpu --dst-mem gpu
+	else
+		echo "bench/run.sh: KINET_BENCH_TWO_RANKS=1 but no $KINETRUN" | tee -a "$LOG" >&2
+	fi
+fi
+
 # Machine description.
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)

@@ -12,6 +12,18 @@
  * Built with CUDA it runs kernels; built as C under KINET_HOST_EMU (or
  * started without a GPU, when it hands over to kinet-perf-emu) the device
  * code runs on CPU threads and the output says so.
+ *
+ * Topology: loopback in one process (initiator and target QPs side by
+ * side), or two ranks when KINET_RANK/KINET_NRANKS say so with
+ * KINET_NRANKS=2 (`kinetrun -n 2 -- kinet-perf write --lat -s 8`, or any
+ * launcher that sets them and KINET_ROOT): rank 0 initiates (GPU kernel or
+ * CPU posts, as in loopback), measures the floors and prints the report
+ * ("topology": "two ranks (kinetrun)"); rank 1 is the target (destination
+ * buffer, receives for send) and prints only errors.  Per point both ranks
+ * set up together (QP and MR descriptors swapped with the bootstrap's
+ * allgather) and rank 1 waits at a barrier while rank 0 measures; a final
+ * allgather of the status makes both exit alike.  With several GPUs each
+ * rank takes GPU KINET_LOCAL_RANK % count.  KINET_NRANKS > 2 is an error.
  */
 #include <errno.h>
 #include <libgen.h>
@@ -20,8 +32,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kinet/boot.h"
 #include "kinet/kinet.h"
 #include "perf/perf.h"
+
+/* Bound of the collectives between the two ranks unless
+ * $KINET_BOOT_TIMEOUT_MS says otherwise: rank 1 waits at a barrier for
+ * the whole of a point (and rank 0's floors). */
+#define PERF_COLL_TIMEOUT_MS 600000
 
 static char emu_note[256];
 
@@ -80,6 +98,19 @@ static void fill_common(struct perf_result *x, const struct perf_env *e, int ini
 		x->threads = 1; /* an emulated block is one CPU thread */
 }
 
+/* End of a point that was set up: the barrier with rank 1 (two ranks),
+ * then the QPs and buffers go. */
+static int finish_point(struct perf_env *e, int rc, char *err, size_t errlen)
+{
+	int br = perf_env_done(e);
+	perf_env_teardown(e);
+	if (!rc && br) {
+		snprintf(err, errlen, "barrier with rank 1: %s", kinet_strerror(br));
+		rc = br;
+	}
+	return rc;
+}
+
 static int run_lat(struct perf_report *rep, struct perf_env *e, uint64_t size, int initiator)
 {
 	const struct perf_opts *o = e->o;
@@ -102,7 +133,7 @@ static int run_lat(struct perf_report *rep, struct perf_env *e, uint64_t size, i
 			rc = perf_cpu_lat(e, warmup, iters, samples, x->error, sizeof(x->error));
 		if (initiator == PERF_INIT_CPU)
 			total_us = (double)(perf_now_ns() - t0) / 1000.0;
-		perf_env_teardown(e);
+		rc = finish_point(e, rc, x->error, sizeof(x->error));
 	}
 	x->status = -rc;
 	if (!rc) {
@@ -141,7 +172,7 @@ static int run_bw(struct perf_report *rep, struct perf_env *e, uint64_t size, in
 			rc = perf_gpu_bw(e, warmup, iters, o->window, &elapsed, x->error, sizeof(x->error));
 		else
 			rc = perf_cpu_bw(e, warmup, iters, o->window, &elapsed, x->error, sizeof(x->error));
-		perf_env_teardown(e);
+		rc = finish_point(e, rc, x->error, sizeof(x->error));
 	}
 	x->status = -rc;
 	if (!rc && elapsed > 0) {
@@ -177,7 +208,7 @@ static int run_iter(struct perf_report *rep, struct perf_env *e, uint64_t size)
 		x->inl = 0;
 		if (!rc) {
 			rc = perf_iter(e, v, warmup, iters, samples, x->error, sizeof(x->error));
-			perf_env_teardown(e);
+			rc = finish_point(e, rc, x->error, sizeof(x->error));
 		}
 		x->status = -rc;
 		if (!rc) {
@@ -194,13 +225,66 @@ static int run_iter(struct perf_report *rep, struct perf_env *e, uint64_t size)
 	return worst;
 }
 
+/* Rank 1 of two: the target side of one point, in step with rank 0. */
+static int serve_point(struct perf_env *e, uint64_t size)
+{
+	char err[160];
+	int rc = perf_env_setup(e, size, 0, 1, err, sizeof(err));
+	if (rc) {
+		/* A failure of rank 0's is in rank 0's report. */
+		if (!e->peer_failed)
+			fprintf(stderr, "kinet-perf: rank 1, %llu B: %s\n", (unsigned long long)size, err);
+		return rc;
+	}
+	rc = finish_point(e, 0, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "kinet-perf: rank 1, %llu B: %s\n", (unsigned long long)size, err);
+	return rc;
+}
+
+/* KINET_RANK/KINET_NRANKS: 0 (loopback, or two ranks noted in o), or 2
+ * for a usage error (printed). */
+static int two_rank_env(struct perf_opts *o)
+{
+	const char *vr = getenv("KINET_RANK"), *vn = getenv("KINET_NRANKS"), *vl = getenv("KINET_LOCAL_RANK");
+	char *end;
+	long n, r;
+	if (!vr || !vn)
+		return 0;
+	n = strtol(vn, &end, 10);
+	if (*vn == 0 || *end || n < 1) {
+		fprintf(stderr, "kinet-perf: bad KINET_NRANKS '%s'\n", vn);
+		return 2;
+	}
+	if (n == 1)
+		return 0; /* one rank: loopback */
+	if (n > 2) {
+		fprintf(stderr,
+			"kinet-perf: KINET_NRANKS=%ld: kinet-perf runs in one process (loopback) or between "
+			"two "
+			"ranks (kinetrun -n 2), not %ld\n",
+			n, n);
+		return 2;
+	}
+	r = strtol(vr, &end, 10);
+	if (*vr == 0 || *end || r < 0 || r > 1) {
+		fprintf(stderr, "kinet-perf: bad KINET_RANK '%s' for KINET_NRANKS=2\n", vr);
+		return 2;
+	}
+	o->nranks = 2;
+	o->rank = (int)r;
+	o->local_rank = vl && atoi(vl) >= 0 ? atoi(vl) : o->rank;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct perf_opts o;
 	struct perf_report rep;
 	struct perf_env env;
+	struct kinet_boot *boot = NULL;
 	char cmd[2048], gpu[256];
-	int rc, failed = 0;
+	int rc, failed = 0, target;
 
 	perf_opts_defaults(&o);
 	join_args(cmd, sizeof(cmd), argc, argv);
@@ -221,6 +305,16 @@ int main(int argc, char **argv)
 	rc = perf_opts_parse(&o, argc, argv);
 	if (rc)
 		return rc > 0 ? 0 : 2;
+	if (two_rank_env(&o))
+		return 2;
+	target = o.nranks == 2 && o.rank == 1;
+#if !defined(KINET_HOST_EMU)
+	if (o.nranks == 2) {
+		/* One GPU per local rank where there are several. */
+		perf_gpu_select(o.local_rank);
+		perf_gpu_present(gpu, sizeof(gpu));
+	}
+#endif
 	if (o.emulated && (o.src_mem == PERF_MEM_GPU || o.dst_mem == PERF_MEM_GPU)) {
 		snprintf(emu_note, sizeof(emu_note), "%s; GPU memory requested but absent: host memory used",
 			 o.emu_reason);
@@ -235,19 +329,46 @@ int main(int argc, char **argv)
 	memset(&rep, 0, sizeof(rep));
 	rep.o = &o;
 	rep.device = gpu;
-	/* Floors first, while the engine threads do not exist yet. */
-	if (o.floors)
+	if (o.nranks == 2) {
+		rc = kinet_boot_init(NULL, &boot);
+		if (rc) {
+			fprintf(stderr, "kinet-perf: rank %d: kinet_boot_init: %s\n", o.rank,
+				kinet_strerror(rc));
+			return 1;
+		}
+		if (!getenv("KINET_BOOT_TIMEOUT_MS"))
+			kinet_boot_set_timeout(boot, PERF_COLL_TIMEOUT_MS);
+	}
+	/* Floors first, while the engine threads do not exist yet (rank 1
+	 * starts its own once rank 0 has measured them). */
+	if (o.floors && !target)
 		perf_floors_measure(&o, &rep.floors);
+	if (boot && (rc = kinet_boot_barrier(boot))) {
+		fprintf(stderr, "kinet-perf: rank %d: barrier: %s\n", o.rank, kinet_strerror(rc));
+		kinet_boot_fini(boot);
+		return 1;
+	}
 
 	rc = perf_env_open_ctx(&env, &o);
 	if (rc) {
-		fprintf(stderr, "kinet-perf: kinet_ctx_open: %s\n", kinet_strerror(rc));
+		fprintf(stderr, "kinet-perf: rank %d: kinet_ctx_open: %s\n", o.rank, kinet_strerror(rc));
+		kinet_boot_fini(boot);
 		return 1;
 	}
+	env.boot = boot;
 	rep.provider = kinet_ctx_provider(env.ctx);
 
 	for (int i = 0; i < o.nsizes; i++) {
 		uint64_t size = o.sizes[i];
+		if (target) {
+			/* The same points as rank 0, in the same order. */
+			int points = o.mode == PERF_MODE_ITER ? 3
+							      : (o.initiator & PERF_INIT_GPU ? 1 : 0) +
+									(o.initiator & PERF_INIT_CPU ? 1 : 0);
+			for (int p = 0; p < points; p++)
+				failed |= serve_point(&env, size) != 0;
+			continue;
+		}
 		if (o.mode == PERF_MODE_ITER) {
 			failed |= run_iter(&rep, &env, size) != 0;
 			continue;
@@ -263,11 +384,26 @@ int main(int argc, char **argv)
 		}
 	}
 
-	perf_report_table(&rep, o.json ? stderr : stdout);
-	if (o.json)
-		perf_report_json(&rep, stdout);
-	fflush(stdout);
+	if (!target) {
+		perf_report_table(&rep, o.json ? stderr : stdout);
+		if (o.json)
+			perf_report_json(&rep, stdout);
+		fflush(stdout);
+	}
+	if (boot) {
+		/* Both ranks exit alike: a failure of either fails both. */
+		int32_t mine = failed, all[2] = {0, 0};
+		rc = kinet_boot_allgather(boot, &mine, all, sizeof(mine));
+		if (rc) {
+			fprintf(stderr, "kinet-perf: rank %d: final status exchange: %s\n", o.rank,
+				kinet_strerror(rc));
+			failed = 1;
+		} else if (all[0] || all[1]) {
+			failed = 1;
+		}
+	}
 	perf_env_close(&env);
+	kinet_boot_fini(boot);
 	perf_report_free(&rep);
 	return failed ? 1 : 0;
 }

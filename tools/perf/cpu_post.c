@@ -29,7 +29,7 @@ static void make_wr(struct perf_env *e, int q, size_t p, uint64_t i, struct cpu_
 {
 	const struct perf_opts *o = e->o;
 	uint64_t src = (uint64_t)(uintptr_t)(e->src + (size_t)q * e->src_stride);
-	uint64_t dst = (uint64_t)(uintptr_t)(e->dst + (size_t)q * e->dst_stride);
+	uint64_t dst = e->rdst + (uint64_t)q * e->dst_stride;
 	struct kinet_send_wr *wr = &w->wr[0];
 	memset(w, 0, sizeof(*w));
 	w->n = 1;
@@ -37,7 +37,7 @@ static void make_wr(struct perf_env *e, int q, size_t p, uint64_t i, struct cpu_
 	wr->num_sge = 1;
 	wr->send_flags = KINET_SEND_SIGNALED;
 	wr->remote_addr = dst;
-	wr->rkey = kinet_mr_rkey(e->dst_mr);
+	wr->rkey = e->rkey;
 	w->sge[0].addr = src;
 	w->sge[0].length = (uint32_t)e->size;
 	w->sge[0].lkey = kinet_mr_lkey(e->src_mr);
@@ -67,8 +67,8 @@ static void make_wr(struct perf_env *e, int q, size_t p, uint64_t i, struct cpu_
 		w->wr[1].send_flags = KINET_SEND_SIGNALED;
 		w->wr[1].sg_list = &w->sge[1];
 		w->wr[1].num_sge = 1;
-		w->wr[1].remote_addr = (uint64_t)(uintptr_t)(e->dst + e->sig_off + (size_t)q * 8);
-		w->wr[1].rkey = kinet_mr_rkey(e->dst_mr);
+		w->wr[1].remote_addr = e->rdst + e->sig_off + (uint64_t)q * 8;
+		w->wr[1].rkey = e->rkey;
 		w->wr[1].compare_add = 1;
 		w->sge[1].addr = (uint64_t)(uintptr_t)&e->scratch[q];
 		w->sge[1].length = 8;

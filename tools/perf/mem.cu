@@ -55,6 +55,12 @@ int perf_gpu_present(char *name, size_t len)
 	return 0;
 }
 
+int perf_gpu_select(int local_rank)
+{
+	(void)local_rank;
+	return 0;
+}
+
 int perf_gpu_sm_count(void)
 {
 	return 0;
@@ -115,7 +121,7 @@ int perf_fill(enum perf_mem m, void *p, int byte, size_t len)
 
 int perf_gpu_present(char *name, size_t len)
 {
-	int n = 0;
+	int n = 0, dev = 0;
 	struct cudaDeviceProp prop;
 	if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) {
 		cudaGetLastError();
@@ -123,7 +129,7 @@ int perf_gpu_present(char *name, size_t len)
 			snprintf(name, len, "none");
 		return 0;
 	}
-	if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
+	if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
 		cudaGetLastError();
 		return 0;
 	}
@@ -132,10 +138,26 @@ int perf_gpu_present(char *name, size_t len)
 	return 1;
 }
 
+int perf_gpu_select(int local_rank)
+{
+	int n = 0, dev;
+	if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) {
+		cudaGetLastError();
+		return 0;
+	}
+	dev = (local_rank < 0 ? 0 : local_rank) % n;
+	if (cudaSetDevice(dev) != cudaSuccess) {
+		cudaGetLastError();
+		return 0;
+	}
+	return dev;
+}
+
 int perf_gpu_sm_count(void)
 {
-	int v = 0;
-	if (cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess) {
+	int v = 0, dev = 0;
+	if (cudaGetDevice(&dev) != cudaSuccess ||
+	    cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
 		cudaGetLastError();
 		return 0;
 	}

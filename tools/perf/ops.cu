@@ -325,10 +325,10 @@ static int args_init(struct perf_env *e, struct perf_kargs *a, uint32_t nthreads
 	a->src = e->src;
 	a->lkey = kinet_mr_lkey(e->src_mr);
 	a->src_stride = e->src_stride;
-	a->dst = (uint64_t)(uintptr_t)e->dst;
-	a->rkey = kinet_mr_rkey(e->dst_mr);
+	a->dst = e->rdst;
+	a->rkey = e->rkey;
 	a->dst_stride = e->dst_stride;
-	a->sig = (uint64_t)(uintptr_t)(e->dst + e->sig_off);
+	a->sig = e->rdst + e->sig_off;
 	a->results = e->results;
 	a->res_lkey = kinet_mr_lkey(e->res_mr);
 	a->warmup = (uint64_t)warmup;

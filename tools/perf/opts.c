@@ -102,6 +102,9 @@ static void usage(FILE *f)
 		"  --json                 one JSON document on stdout (the table goes to stderr)\n"
 		"  -h, --help\n"
 		"Without a GPU the device code runs on CPU threads (host emulation); the output says so.\n");
+	fprintf(f, "Loopback in one process, or two ranks: kinetrun -n 2 -- kinet-perf ...\n"
+		   "(KINET_RANK, KINET_NRANKS=2): rank 0 initiates and reports, rank 1 is the target;\n"
+		   "each rank uses GPU KINET_LOCAL_RANK %% (GPU count).\n");
 }
 
 static int parse_size(const char *s, uint64_t *v)

@@ -85,6 +85,9 @@ struct perf_opts {
 	const char *command; /* the command line, for the report */
 	int emulated;	     /* device code runs on CPU threads */
 	const char *emu_reason;
+	/* Two ranks (KINET_RANK/KINET_NRANKS = 2, e.g. under kinetrun): rank 0
+	 * initiates, rank 1 is the target.  nranks 0: loopback in one process. */
+	int nranks, rank, local_rank;
 };
 
 void perf_opts_defaults(struct perf_opts *o);
@@ -170,9 +173,13 @@ void perf_free(enum perf_mem m, void *p);
 int perf_copy_to(void *dst, const void *src, size_t len);
 int perf_copy_from(void *dst, const void *src, size_t len);
 int perf_fill(enum perf_mem m, void *p, int byte, size_t len);
-/* 1 when the build has CUDA and a GPU is there; name of device 0. */
+/* 1 when the build has CUDA and a GPU is there; name of the current device
+ * (device 0 unless perf_gpu_select chose another). */
 int perf_gpu_present(char *name, size_t len);
 int perf_gpu_sm_count(void);
+/* Makes device local_rank % (device count) current; returns it (0 without
+ * CUDA or GPUs). */
+int perf_gpu_select(int local_rank);
 
 /* ---- setup (setup.c) ---- */
 
@@ -182,9 +189,15 @@ struct perf_side {
 	struct kinet_dev_qp *dev; /* exported (GPU initiator only) */
 };
 
+struct kinet_boot;
+
 struct perf_env {
 	const struct perf_opts *o;
 	struct kinet_ctx *ctx;
+	/* Two ranks: the job (rank 0 holds only ini[], rank 1 only tgt[] and
+	 * dst); NULL for loopback. */
+	struct kinet_boot *boot;
+	int peer_failed; /* setup failed because the other rank's did */
 	int nqps;
 	int gpu_init; /* QPs exported for device code */
 	struct perf_side *ini, *tgt;
@@ -200,15 +213,23 @@ struct perf_env {
 	struct kinet_mr *scratch_mr;
 	size_t nposters;
 	uint64_t sig_off;	       /* signal word: dst + q*dst_stride + sig_off */
+	uint64_t rdst;		       /* dst as the initiator targets it (the peer's address) */
+	uint32_t rkey;		       /* and its rkey */
 	struct kinet_dev_qp **dev_qps; /* device array of exported QPs */
 	/* send responder: a host thread keeping receives posted */
 	void *responder;
 };
 
 int perf_env_open_ctx(struct perf_env *e, const struct perf_opts *o);
-/* QPs, buffers, connect, export; nposters: threads that post. */
+/* QPs, buffers, connect, export; nposters: threads that post.  With two
+ * ranks a collective (both ranks set up the same point; either fails, both
+ * do): rank 0 gets initiator QPs and sources, rank 1 target QPs, dst and
+ * the send responder. */
 int perf_env_setup(struct perf_env *e, uint64_t size, int gpu_init, size_t nposters, char *err,
 		   size_t errlen);
+/* Two ranks: the barrier that ends a point that was set up (rank 1 waits
+ * there while rank 0 measures); 0 in loopback. */
+int perf_env_done(struct perf_env *e);
 void perf_env_teardown(struct perf_env *e);
 void perf_env_close(struct perf_env *e);
 int perf_env_sharing(const struct perf_opts *o);

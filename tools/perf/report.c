@@ -125,7 +125,11 @@ void perf_report_table(const struct perf_report *r, void *file)
 		fprintf(f, "# HOST EMULATION: device code runs on CPU threads (%s); floors are CPU floors\n",
 			o->emu_reason ? o->emu_reason : "no GPU");
 	fprintf(f, "# cpu: %s, %ld cores\n", cpu, sysconf(_SC_NPROCESSORS_ONLN));
-	fprintf(f, "# loopback: initiator and target QPs connected in this process\n");
+	if (o->nranks == 2)
+		fprintf(f, "# two ranks (kinetrun): initiator QPs in rank 0 (this one), target QPs and "
+			   "destination in rank 1\n");
+	else
+		fprintf(f, "# loopback: initiator and target QPs connected in this process\n");
 	if (r->floors.measured) {
 		const struct perf_floors *fl = &r->floors;
 		fprintf(f, "# floors (same run):\n");
@@ -223,7 +227,8 @@ void perf_report_json(const struct perf_report *r, void *file)
 	fprintf(f, ",\"op\":\"%s\",\"mode\":\"%s\",\"emulated\":%s,\"emu_reason\":", perf_op_name(o->op),
 		perf_mode_name(o->mode), o->emulated ? "true" : "false");
 	json_str(f, o->emulated ? o->emu_reason : "");
-	fprintf(f, ",\"topology\":\"loopback\",\"provider\":");
+	fprintf(f,
+		",\"topology\":\"%s\",\"provider\":", o->nranks == 2 ? "two ranks (kinetrun)" : "loopback");
 	json_str(f, r->provider);
 	fprintf(f, ",\"machine\":{\"device\":");
 	json_str(f, r->device);

@@ -1,8 +1,15 @@
 /*
  * kinet-perf setup: one context for the run; per measured point a fresh set
- * of connected loopback QP pairs (initiator i <-> target i), registered
+ * of connected QP pairs (initiator i <-> target i), registered
  * source/target buffers, and for sends a host thread that keeps receives
  * posted at the targets (as perftest's server side).
+ *
+ * Loopback: both sides in this process.  Two ranks (perf_opts.nranks 2):
+ * rank 0 holds the initiator QPs and the sources, rank 1 the target QPs,
+ * the destination buffer and the responder; the ranks swap their
+ * kinet_qp_info and the destination's kinet_mr_info with the bootstrap's
+ * allgather (not kinet_mesh: its QPs to every rank, itself included, share
+ * one template, and perf wants nqps initiator QPs on one side only).
  *
  * Fresh QPs per point because a QP is driven either by device code
  * (exported) or by the host (kinet_post_send), never both.
@@ -14,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kinet/boot.h"
 #include "kinet/device/types.h"
 #include "perf.h"
 
@@ -32,7 +40,10 @@ int perf_env_open_ctx(struct perf_env *e, const struct perf_opts *o)
 	e->o = o;
 	kinet_ctx_attr_init(&attr);
 	attr.engine_threads = o->engine_threads;
-	attr.cuda_device = o->emulated ? KINET_CUDA_DEVICE_NONE : 0;
+	/* Two ranks on a machine with several GPUs: one GPU per local rank
+	 * (perf_gpu_select made it current). */
+	attr.cuda_device =
+		o->emulated ? KINET_CUDA_DEVICE_NONE : (o->nranks == 2 ? perf_gpu_select(o->local_rank) : 0);
 	return kinet_ctx_open(&attr, &e->ctx);
 }
 
@@ -161,48 +172,142 @@ static size_t align_up(size_t v, size_t a)
 	return (v + a - 1) / a * a;
 }
 
+/* ---- two ranks ---- */
+
+/* What a rank contributes to the exchange of a point: its status, rank 1's
+ * destination, then its nqps QP descriptors. */
+struct xchg_hdr {
+	int32_t status; /* 0 or a negative errno */
+	uint32_t nqps;
+	struct kinet_mr_info dst;
+};
+
+/* The peer failed: both ranks give up the point. */
+static int peer_failed(struct perf_env *e, int32_t status, char *err, size_t errlen)
+{
+	e->peer_failed = 1;
+	snprintf(err, errlen, "rank %d failed to set up: %s", 1 - e->o->rank, kinet_strerror(status));
+	return status < 0 ? status : -ECANCELED;
+}
+
+/* Swaps QP and MR descriptors with the other rank and connects this rank's
+ * QPs.  rc: this rank's status so far (sent, so the peer fails too).
+ * Returns a failure both ranks know of (then no further collective for the
+ * point); a failure to connect, known here only, goes to *local_rc. */
+static int exchange_connect(struct perf_env *e, int rc, int *local_rc, const char **what, char *err,
+			    size_t errlen)
+{
+	int me = e->o->rank, nq = e->nqps;
+	size_t len = sizeof(struct xchg_hdr) + (size_t)nq * sizeof(struct kinet_qp_info);
+	uint8_t *all = (uint8_t *)calloc(2, len), *mb;
+	struct xchg_hdr *mine, *peer;
+	struct kinet_qp_info *mine_qps, *peer_qps;
+	struct perf_side *side = me == 0 ? e->ini : e->tgt;
+	if (!all) {
+		/* A few hundred bytes: the peer then fails in the collective. */
+		*what = "exchange with the other rank";
+		return rc ? rc : -ENOMEM;
+	}
+	mb = all + (size_t)me * len;
+	mine = (struct xchg_hdr *)mb;
+	mine_qps = (struct kinet_qp_info *)(mb + sizeof(*mine));
+	for (int q = 0; q < nq && !rc; q++) {
+		*what = "describe QPs";
+		rc = kinet_qp_info(side[q].qp, &mine_qps[q]);
+	}
+	if (!rc && me == 1) {
+		*what = "describe the destination";
+		rc = kinet_mr_pack(e->dst_mr, &mine->dst);
+	}
+	mine->status = rc;
+	mine->nqps = (uint32_t)nq;
+	int xr = kinet_boot_allgather(e->boot, mb, all, len);
+	if (xr) {
+		if (!rc)
+			*what = "exchange with the other rank";
+		rc = rc ? rc : xr;
+		goto out;
+	}
+	if (rc)
+		goto out;
+	peer = (struct xchg_hdr *)(all + (size_t)(1 - me) * len);
+	peer_qps = (struct kinet_qp_info *)((uint8_t *)peer + sizeof(*peer));
+	if (peer->status) {
+		rc = peer_failed(e, peer->status, err, errlen);
+		goto out;
+	}
+	*what = "connect to the other rank";
+	for (int q = 0; q < nq && !*local_rc; q++)
+		*local_rc = kinet_qp_connect(side[q].qp, &peer_qps[q]);
+	if (me == 0) {
+		e->rdst = peer->dst.addr;
+		e->rkey = peer->dst.rkey;
+	}
+out:
+	free(all);
+	return rc;
+}
+
+/* Every rank's status at the end of the setup; a failure anywhere fails it
+ * on both ranks. */
+static int agree(struct perf_env *e, int rc, const char **what, char *err, size_t errlen)
+{
+	int32_t mine = rc, all[2] = {0, 0};
+	int xr = kinet_boot_allgather(e->boot, &mine, all, sizeof(mine));
+	if (xr) {
+		if (!rc)
+			*what = "exchange with the other rank";
+		return rc ? rc : xr;
+	}
+	if (!rc && all[1 - e->o->rank])
+		return peer_failed(e, all[1 - e->o->rank], err, errlen);
+	return rc;
+}
+
+int perf_env_done(struct perf_env *e)
+{
+	return e->boot ? kinet_boot_barrier(e->boot) : 0;
+}
+
+/* ---- setup ---- */
+
 int perf_env_setup(struct perf_env *e, uint64_t size, int gpu_init, size_t nposters, char *err, size_t errlen)
 {
 	const struct perf_opts *o = e->o;
 	int rc = 0, is_send = o->op == PERF_OP_SEND;
+	int two = e->boot != NULL;
+	int ini_here = !two || o->rank == 0, tgt_here = !two || o->rank == 1;
 	struct kinet_qp_info info;
 	const char *what = "";
 
+	e->peer_failed = 0;
 	e->nqps = o->qps;
 	e->size = size;
-	e->gpu_init = gpu_init;
+	e->gpu_init = gpu_init && ini_here;
 	e->nposters = nposters ? nposters : 1;
 	e->inl = o->op == PERF_OP_WRITE && size <= 28 && o->inline_mode != 0;
 	e->ini = (struct perf_side *)calloc((size_t)e->nqps, sizeof(*e->ini));
 	e->tgt = (struct perf_side *)calloc((size_t)e->nqps, sizeof(*e->tgt));
 	if (!e->ini || !e->tgt) {
+		what = "allocate";
 		rc = -ENOMEM;
-		goto fail;
 	}
 	/* Initiators first: QPs are dealt to engine threads round robin in
 	 * creation order, so the posting QPs spread over all of them. */
-	what = "create initiator QPs";
-	for (int q = 0; q < e->nqps && !rc; q++)
-		rc = make_side(e, &e->ini[q], 1, 0);
-	what = "create target QPs";
-	for (int q = 0; q < e->nqps && !rc; q++)
-		rc = make_side(e, &e->tgt[q], 0, is_send);
-	if (rc)
-		goto fail;
-	what = "connect";
-	for (int q = 0; q < e->nqps && !rc; q++) {
-		rc = kinet_qp_info(e->tgt[q].qp, &info);
-		if (!rc)
-			rc = kinet_qp_connect(e->ini[q].qp, &info);
-		if (!rc)
-			rc = kinet_qp_info(e->ini[q].qp, &info);
-		if (!rc)
-			rc = kinet_qp_connect(e->tgt[q].qp, &info);
+	if (!rc && ini_here) {
+		what = "create initiator QPs";
+		for (int q = 0; q < e->nqps && !rc; q++)
+			rc = make_side(e, &e->ini[q], 1, 0);
 	}
-	if (rc)
-		goto fail;
+	if (!rc && tgt_here) {
+		what = "create target QPs";
+		for (int q = 0; q < e->nqps && !rc; q++)
+			rc = make_side(e, &e->tgt[q], 0, is_send);
+	}
 
-	what = "allocate buffers";
+	/* Buffers: the sources on the initiator's side, the destination on
+	 * the target's (both here in loopback).  The layout is computed on
+	 * both ranks alike. */
 	size_t slot = align_up(size, 64);
 	int per_qp = (uint64_t)slot * (uint64_t)e->nqps <= PERF_SLOTS_MAX;
 	e->src_stride = e->dst_stride = per_qp ? slot : 0;
@@ -210,33 +315,68 @@ int perf_env_setup(struct perf_env *e, uint64_t size, int gpu_init, size_t npost
 	e->src_len = data;
 	e->sig_off = data; /* signal words after the data, one per QP */
 	e->dst_len = data + (size_t)e->nqps * 8 + 64;
-	e->src = (uint8_t *)perf_alloc(o->src_mem, e->src_len);
-	e->dst = (uint8_t *)perf_alloc(o->dst_mem, e->dst_len);
-	e->results = (uint64_t *)perf_alloc(PERF_MEM_HOST, e->nposters * 8);
-	e->scratch = (uint64_t *)perf_alloc(PERF_MEM_HOST, (size_t)e->nqps * 8);
-	if (!e->src || !e->dst || !e->results || !e->scratch) {
-		rc = -ENOMEM;
-		goto fail;
+	if (!rc) {
+		what = "allocate buffers";
+		if (ini_here) {
+			e->src = (uint8_t *)perf_alloc(o->src_mem, e->src_len);
+			e->results = (uint64_t *)perf_alloc(PERF_MEM_HOST, e->nposters * 8);
+			e->scratch = (uint64_t *)perf_alloc(PERF_MEM_HOST, (size_t)e->nqps * 8);
+			if (!e->src || !e->results || !e->scratch)
+				rc = -ENOMEM;
+			else
+				perf_fill(o->src_mem, e->src, 0x5a, e->src_len);
+		}
+		if (!rc && tgt_here) {
+			e->dst = (uint8_t *)perf_alloc(o->dst_mem, e->dst_len);
+			if (!e->dst)
+				rc = -ENOMEM;
+		}
 	}
-	perf_fill(o->src_mem, e->src, 0x5a, e->src_len);
-	what = "register memory";
-	rc = kinet_mr_reg(e->ctx, e->src, e->src_len, PERF_ACC_ALL, &e->src_mr);
-	if (!rc)
-		rc = kinet_mr_reg(e->ctx, e->dst, e->dst_len, PERF_ACC_ALL, &e->dst_mr);
-	if (!rc)
-		rc = kinet_mr_reg(e->ctx, e->results, e->nposters * 8, PERF_ACC_ALL, &e->res_mr);
-	if (!rc)
-		rc = kinet_mr_reg(e->ctx, e->scratch, (size_t)e->nqps * 8, PERF_ACC_ALL, &e->scratch_mr);
-	if (rc)
-		goto fail;
+	if (!rc) {
+		what = "register memory";
+		if (ini_here) {
+			rc = kinet_mr_reg(e->ctx, e->src, e->src_len, PERF_ACC_ALL, &e->src_mr);
+			if (!rc)
+				rc = kinet_mr_reg(e->ctx, e->results, e->nposters * 8, PERF_ACC_ALL,
+						  &e->res_mr);
+			if (!rc)
+				rc = kinet_mr_reg(e->ctx, e->scratch, (size_t)e->nqps * 8, PERF_ACC_ALL,
+						  &e->scratch_mr);
+		}
+		if (!rc && tgt_here)
+			rc = kinet_mr_reg(e->ctx, e->dst, e->dst_len, PERF_ACC_ALL, &e->dst_mr);
+	}
 
-	if (gpu_init) {
+	if (two) {
+		/* Reached by both ranks whatever happened so far; on a failure
+		 * both know of, both stop here. */
+		int local_rc = 0;
+		rc = exchange_connect(e, rc, &local_rc, &what, err, errlen);
+		if (rc)
+			goto fail;
+		rc = local_rc;
+	} else if (!rc) {
+		what = "connect";
+		for (int q = 0; q < e->nqps && !rc; q++) {
+			rc = kinet_qp_info(e->tgt[q].qp, &info);
+			if (!rc)
+				rc = kinet_qp_connect(e->ini[q].qp, &info);
+			if (!rc)
+				rc = kinet_qp_info(e->ini[q].qp, &info);
+			if (!rc)
+				rc = kinet_qp_connect(e->tgt[q].qp, &info);
+		}
+		e->rdst = (uint64_t)(uintptr_t)e->dst;
+		e->rkey = e->dst_mr ? kinet_mr_rkey(e->dst_mr) : 0;
+		if (rc)
+			goto fail;
+	}
+
+	if (!rc && e->gpu_init) {
 		struct kinet_dev_qp **tmp = (struct kinet_dev_qp **)calloc((size_t)e->nqps, sizeof(*tmp));
 		what = "export QPs";
-		if (!tmp) {
+		if (!tmp)
 			rc = -ENOMEM;
-			goto fail;
-		}
 		for (int q = 0; q < e->nqps && !rc; q++) {
 			struct kinet_dev_cq *dcq;
 			rc = kinet_cq_export(e->ini[q].scq, &dcq);
@@ -257,32 +397,35 @@ int perf_env_setup(struct perf_env *e, uint64_t size, int gpu_init, size_t npost
 				memcpy(e->dev_qps, tmp, (size_t)e->nqps * sizeof(*tmp));
 		}
 		free(tmp);
-		if (rc)
-			goto fail;
 	}
 
-	if (is_send) {
+	if (!rc && is_send && tgt_here) {
 		struct responder *r = (struct responder *)calloc(1, sizeof(*r));
 		what = "post receives";
-		if (!r) {
+		if (!r)
 			rc = -ENOMEM;
-			goto fail;
+		if (r) {
+			r->e = e;
+			for (int q = 0; q < e->nqps && !rc; q++)
+				rc = post_recvs(e, q, PERF_RQ_DEPTH);
+			/* Owned by the env (stopped at teardown) once it runs. */
+			if (!rc && pthread_create(&r->thread, NULL, responder_main, r))
+				rc = -EAGAIN;
+			if (!rc)
+				e->responder = r;
+			else
+				free(r);
 		}
-		r->e = e;
-		e->responder = r;
-		for (int q = 0; q < e->nqps && !rc; q++)
-			rc = post_recvs(e, q, PERF_RQ_DEPTH);
-		if (!rc && pthread_create(&r->thread, NULL, responder_main, r)) {
-			e->responder = NULL;
-			free(r);
-			rc = -EAGAIN;
-		}
-		if (rc)
-			goto fail;
 	}
+	/* Both ranks ready (receives posted) before rank 0 starts. */
+	if (two)
+		rc = agree(e, rc, &what, err, errlen);
+	if (rc)
+		goto fail;
 	return 0;
 fail:
-	snprintf(err, errlen, "%s: %s", what, kinet_strerror(rc));
+	if (!e->peer_failed)
+		snprintf(err, errlen, "%s: %s", what, kinet_strerror(rc));
 	perf_env_teardown(e);
 	return rc ? rc : -EIO;
 }
