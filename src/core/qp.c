@@ -191,6 +191,9 @@ int kinet_qp_destroy(struct kinet_qp *qp)
 	ctx = qp->ctx;
 	if (!atomic_load(&ctx->engine_stopped))
 		kinet_engine_remove_qp(ctx, qp);
+	if (qp->bf_mismatch)
+		KINET_INFO("qp %u: %llu BlueFlame copies differed from the send queue", qp->qpn,
+			   (unsigned long long)qp->bf_mismatch);
 	if (qp->transport && qp->transport->disconnect)
 		qp->transport->disconnect(qp);
 

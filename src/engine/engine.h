@@ -42,7 +42,6 @@ struct kinet_engine_thread {
 	void **event_pool; /* idle cudaEvent_t */
 	int nevents;
 	int event_cap;
-	bool stream_has_work; /* copies issued since the last event */
 
 	/* Scratch for inline payloads, which may wrap around the ring. */
 	uint8_t inline_buf[KINET_WQE_MAX_DS * KINET_WQE_DS_SIZE];

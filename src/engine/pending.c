@@ -57,7 +57,6 @@ int kinet_engine_copy(struct kinet_engine_thread *t, void *dst, enum kinet_mem_t
 			  cudaGetErrorString(cudaGetLastError()));
 		return -EIO;
 	}
-	t->stream_has_work = true;
 	return 1;
 }
 
@@ -69,7 +68,6 @@ int kinet_engine_copy_sync(struct kinet_engine_thread *t)
 		cudaGetLastError();
 		return -EIO;
 	}
-	t->stream_has_work = false;
 	return 0;
 }
 
@@ -190,7 +188,6 @@ int kinet_pending_push(struct kinet_engine_thread *t, struct kinet_qp *qp, struc
 			free(p);
 			return -ENOMEM;
 		}
-		t->stream_has_work = false;
 	}
 	*p = *proto;
 	p->event = ev;
