@@ -209,7 +209,7 @@ static void wc_requester(struct kinet_qp *qp, uint16_t wqe_counter, struct kinet
 	pthread_mutex_lock(&qp->post_lock);
 	slot = wqe_counter & (qp->sq_bbs - 1);
 	wc->wr_id = qp->sq_wrid[slot];
-	end = qp->sq_ci_host + (uint16_t)(wqe_counter - (uint16_t)qp->sq_ci_host) + qp->sq_nbb[slot];
+	end = kinet_extend16(qp->sq_ci_host, wqe_counter) + qp->sq_nbb[slot];
 	if (end > qp->sq_ci_host && end <= qp->sq_pi)
 		qp->sq_ci_host = end;
 	pthread_mutex_unlock(&qp->post_lock);

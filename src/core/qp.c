@@ -346,3 +346,25 @@ void kinet_qp_rq_consume(struct kinet_qp *qp)
 {
 	qp->rq_ci++;
 }
+
+uint8_t kinet_qp_rq_resolve(struct kinet_qp *qp, const struct kinet_wqe_data_seg *seg, uint64_t len,
+			    struct kinet_mr_ref *dst, uint32_t *dst_len, int *ndst)
+{
+	uint64_t room = 0;
+
+	*ndst = 0;
+	for (uint32_t i = 0; i < qp->rq_stride / sizeof(*seg) && i < qp->attr.max_recv_sge; i++) {
+		struct kinet_wqe_data_seg sg;
+
+		memcpy(&sg, &seg[i], sizeof(sg));
+		uint32_t lkey = kinet_be32(sg.lkey), n = kinet_be32(sg.byte_count);
+		if (lkey == KINET_INVALID_LKEY)
+			break;
+		if (kinet_mr_lookup(qp->ctx, lkey, kinet_be64(sg.addr), n, KINET_ACCESS_LOCAL_WRITE,
+				    &dst[*ndst]))
+			return KINET_SYND_LOCAL_PROT_ERR;
+		dst_len[(*ndst)++] = n;
+		room += n;
+	}
+	return room < len ? KINET_SYND_LOCAL_LENGTH_ERR : 0;
+}

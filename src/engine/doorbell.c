@@ -7,11 +7,6 @@
 
 #include "engine.h"
 
-static uint64_t extend16(uint64_t base, uint16_t v)
-{
-	return base + (uint16_t)(v - (uint16_t)base);
-}
-
 /* BlueFlame: the 64-byte copy in the window should be the WQE the ring
  * holds at that index.  ConnectX would execute the copy; the software NIC
  * executes the ring and counts disagreements, which only a writer racing
@@ -46,7 +41,7 @@ uint64_t kinet_engine_read_pi(struct kinet_qp *qp)
 		/* The poster wrote the doorbell record before the doorbell, so
 		 * the record is at least as new as the doorbell just seen. */
 		uint32_t rec = __atomic_load_n(&qp->dbrec[KINET_DBR_SEND], __ATOMIC_ACQUIRE);
-		pi = extend16(qp->sq_seen_pi, (uint16_t)kinet_be32(rec));
+		pi = kinet_extend16(qp->sq_seen_pi, (uint16_t)kinet_be32(rec));
 		if (qp->db_mode == KINET_DB_BF)
 			check_bf_copy(qp, (const volatile uint8_t *)(qp->uar + KINET_UAR_DB_OFFSET), v);
 	}

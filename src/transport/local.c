@@ -205,7 +205,6 @@ static void exec_send(struct kinet_engine_thread *t, struct kinet_op *op, struct
 	struct kinet_mr_ref dst[KINET_MAX_SGE];
 	uint32_t dst_len[KINET_MAX_SGE];
 	int ndst = 0;
-	uint64_t room = 0;
 	uint16_t index;
 	bool sync = false;
 
@@ -219,25 +218,7 @@ static void exec_send(struct kinet_engine_thread *t, struct kinet_op *op, struct
 		res->syndrome = KINET_SYND_RNR_RETRY_EXC_ERR;
 		return;
 	}
-	uint8_t resp_synd = 0;
-	for (uint32_t i = 0; i < target->rq_stride / sizeof(*seg) && i < target->attr.max_recv_sge; i++) {
-		struct kinet_wqe_data_seg s;
-
-		memcpy(&s, &seg[i], sizeof(s));
-		uint32_t lkey = kinet_be32(s.lkey);
-		uint32_t len = kinet_be32(s.byte_count);
-		if (lkey == KINET_INVALID_LKEY)
-			break;
-		if (kinet_mr_lookup(target->ctx, lkey, kinet_be64(s.addr), len, KINET_ACCESS_LOCAL_WRITE,
-				    &dst[ndst])) {
-			resp_synd = KINET_SYND_LOCAL_PROT_ERR;
-			break;
-		}
-		dst_len[ndst++] = len;
-		room += len;
-	}
-	if (!resp_synd && room < op->length)
-		resp_synd = KINET_SYND_LOCAL_LENGTH_ERR;
+	uint8_t resp_synd = kinet_qp_rq_resolve(target, seg, op->length, dst, dst_len, &ndst);
 	for (int i = 0; i < ndst; i++)
 		sync |= dst[i].type == KINET_MEM_HOST && dst_len[i] && any_sync_copy(op, KINET_MEM_HOST);
 	if (!resp_synd && op->after_pending && sync) {
@@ -256,8 +237,7 @@ static void exec_send(struct kinet_engine_thread *t, struct kinet_op *op, struct
 		kinet_qp_to_error(target, "receive failed");
 		atomic_fetch_sub(&target->refs, 1);
 		res->resp_qp = NULL;
-		return fail(res, resp_synd == KINET_SYND_LOCAL_LENGTH_ERR ? KINET_SYND_REMOTE_INVAL_REQ_ERR
-									  : KINET_SYND_REMOTE_OP_ERR);
+		return fail(res, kinet_recv_requester_syndrome(resp_synd));
 	}
 
 	/* Gather from the op, scatter into the receive SGEs, piecewise. */

@@ -126,11 +126,13 @@ static void responder_cqe(struct kinet_qp *tq, uint8_t opcode, uint16_t index, u
 
 /* Takes the next receive WQE for m (first fragment of a send): 0, H_RNR,
  * or a requester syndrome (the responder's error CQE is written). */
-static int take_receive(struct rp_state *rs, struct rp_chan *ch, struct kinet_qp *tq, const struct rp_msg *m)
+static int take_receive(struct rp_chan *ch, struct kinet_qp *tq, const struct rp_msg *m)
 {
 	const struct kinet_wqe_data_seg *seg;
-	uint64_t room = 0;
-	uint8_t resp_synd = 0;
+	struct kinet_mr_ref ref[KINET_MAX_SGE];
+	uint32_t len[KINET_MAX_SGE];
+	uint8_t resp_synd;
+	int n;
 
 	pthread_mutex_lock(&tq->rq_lock);
 	seg = kinet_qp_rq_peek(tq, &ch->cur_index);
@@ -138,25 +140,11 @@ static int take_receive(struct rp_state *rs, struct rp_chan *ch, struct kinet_qp
 		pthread_mutex_unlock(&tq->rq_lock);
 		return H_RNR;
 	}
-	ch->ndst = 0;
-	for (uint32_t i = 0; i < tq->rq_stride / sizeof(*seg) && i < tq->attr.max_recv_sge; i++) {
-		struct kinet_wqe_data_seg sg;
-		struct kinet_mr_ref ref;
-
-		memcpy(&sg, &seg[i], sizeof(sg));
-		uint32_t lkey = kinet_be32(sg.lkey), len = kinet_be32(sg.byte_count);
-		if (lkey == KINET_INVALID_LKEY)
-			break;
-		if (kinet_mr_lookup(rs->ctx, lkey, kinet_be64(sg.addr), len, KINET_ACCESS_LOCAL_WRITE,
-				    &ref)) {
-			resp_synd = KINET_SYND_LOCAL_PROT_ERR;
-			break;
-		}
-		ch->dst[ch->ndst++] = (struct rp_sge){ref.ptr, len, lkey, ref.type};
-		room += len;
+	resp_synd = kinet_qp_rq_resolve(tq, seg, m->length, ref, len, &n);
+	for (ch->ndst = 0; ch->ndst < n; ch->ndst++) {
+		struct kinet_mr_ref *r = &ref[ch->ndst];
+		ch->dst[ch->ndst] = (struct rp_sge){r->ptr, len[ch->ndst], r->mr->key, r->type};
 	}
-	if (!resp_synd && room < m->length)
-		resp_synd = KINET_SYND_LOCAL_LENGTH_ERR;
 	kinet_qp_rq_consume(tq);
 	pthread_mutex_unlock(&tq->rq_lock);
 	if (!resp_synd)
@@ -164,8 +152,7 @@ static int take_receive(struct rp_state *rs, struct rp_chan *ch, struct kinet_qp
 	/* The responder's receive fails and its QP enters the error state. */
 	responder_cqe(tq, KINET_CQE_RESP_ERR, ch->cur_index, 0, 0, resp_synd);
 	kinet_qp_to_error(tq, "receive failed");
-	return resp_synd == KINET_SYND_LOCAL_LENGTH_ERR ? KINET_SYND_REMOTE_INVAL_REQ_ERR
-							: KINET_SYND_REMOTE_OP_ERR;
+	return kinet_recv_requester_syndrome(resp_synd);
 }
 
 /* Places a send fragment (or, through CUDA IPC, the whole message) into
@@ -249,7 +236,7 @@ static int do_send(struct rp_state *rs, struct rp_chan *ch, struct kinet_qp *tq,
 
 		if (!tq->rq)
 			return refuse(rs, ch, m, KINET_SYND_REMOTE_INVAL_REQ_ERR), H_DONE;
-		rc = take_receive(rs, ch, tq, m);
+		rc = take_receive(ch, tq, m);
 		if (rc == H_RNR)
 			return H_RNR;
 		if (rc)
