@@ -68,16 +68,21 @@ static bool sq_room(struct kinet_qp *qp, uint32_t nbb)
 	return qp->sq_pi + nbb - qp->sq_ci_host <= qp->sq_bbs;
 }
 
-/* 1 when the SGE names registered CUDA memory. */
-static int sge_in_gpu_memory(struct kinet_ctx *ctx, const struct kinet_sge *sge)
+/* 1 when an SGE of wr names registered CUDA memory (one table look-up
+ * under one read lock for the whole request). */
+static int sges_in_gpu_memory(struct kinet_ctx *ctx, const struct kinet_send_wr *wr)
 {
 	struct kinet_mr_ref ref;
-	int gpu;
+	int gpu = 0;
 
 	if (ctx->cuda_device < 0)
 		return 0;
 	kinet_mr_table_rdlock(ctx);
-	gpu = !kinet_mr_lookup(ctx, sge->lkey, sge->addr, sge->length, 0, &ref) && ref.type == KINET_MEM_CUDA;
+	for (int i = 0; i < wr->num_sge && !gpu; i++) {
+		const struct kinet_sge *sge = &wr->sg_list[i];
+		gpu = !kinet_mr_lookup(ctx, sge->lkey, sge->addr, sge->length, 0, &ref) &&
+		      ref.type == KINET_MEM_CUDA;
+	}
 	kinet_mr_table_unlock(ctx);
 	return gpu;
 }
@@ -151,10 +156,8 @@ static int check_send_wr(struct kinet_qp *qp, const struct kinet_send_wr *wr, in
 		 * able to read it: registered GPU memory is refused (the lkey of
 		 * an inline SGE may also be unused, as in verbs; then the data is
 		 * taken to be host memory). */
-		for (i = 0; i < wr->num_sge; i++)
-			if (sge_in_gpu_memory(qp->ctx, &wr->sg_list[i]))
-				return SEND_EINVAL("wr->sg_list",
-						   "inline data in GPU memory (post it by reference)");
+		if (sges_in_gpu_memory(qp->ctx, wr))
+			return SEND_EINVAL("wr->sg_list", "inline data in GPU memory (post it by reference)");
 	}
 	return 0;
 }
