@@ -11,6 +11,23 @@
 /* Largest inline payload of a one-BB write WQE: ctrl, raddr, 4-byte header. */
 #define DEV_MAX_INLINE (KINET_WQE_BB_SIZE - 16 - 16 - 4)
 
+/* A descriptor filled on the host, copied to where device code reads it. */
+static int descriptor_copy_out(struct kinet_ctx *ctx, const void *d, size_t len, void **out)
+{
+	void *dev = kinet_dev_alloc(ctx, len);
+	int ret;
+
+	if (!dev)
+		return -ENOMEM;
+	ret = kinet_dev_copy_in(ctx, dev, d, len);
+	if (ret) {
+		kinet_dev_free(ctx, dev);
+		return ret;
+	}
+	*out = dev;
+	return 0;
+}
+
 /* poll_lock serialises exports of a CQ and freezes the host poller's index,
  * where device polling continues. */
 static int cq_export(struct kinet_cq *cq)
@@ -32,17 +49,9 @@ static int cq_export(struct kinet_cq *cq)
 		ret = -EIO;
 		goto out;
 	}
-	dev = kinet_dev_alloc(ctx, sizeof(*dev));
-	if (!dev) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	ret = kinet_dev_copy_in(ctx, dev, &d, sizeof(d));
-	if (ret) {
-		kinet_dev_free(ctx, dev);
-		goto out;
-	}
-	cq->dev = dev;
+	ret = descriptor_copy_out(ctx, &d, sizeof(d), (void **)&dev);
+	if (!ret)
+		cq->dev = dev;
 out:
 	pthread_mutex_unlock(&cq->poll_lock);
 	return ret;
@@ -203,16 +212,9 @@ int kinet_qp_export(struct kinet_qp *qp, struct kinet_dev_qp **dev_qp)
 	ret = qp_fill(qp, &d);
 	if (ret)
 		goto out;
-	dev = kinet_dev_alloc(ctx, sizeof(*dev));
-	if (!dev) {
-		ret = -ENOMEM;
+	ret = descriptor_copy_out(ctx, &d, sizeof(d), (void **)&dev);
+	if (ret)
 		goto out;
-	}
-	ret = kinet_dev_copy_in(ctx, dev, &d, sizeof(d));
-	if (ret) {
-		kinet_dev_free(ctx, dev);
-		goto out;
-	}
 	qp->dev = dev;
 	qp->exported = true;
 out:
