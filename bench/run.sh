@@ -51,27 +51,31 @@ START=$(date +%s)
 FAILED=0
 SKIPPED=0
 
-# run ARGS...: one kinet-perf command, its JSON appended to results.jsonl.
+# run ARGS...: one kinet-perf command (under the launcher in LAUNCH, when
+# set), its JSON appended to results.jsonl.
+LAUNCH=()
 run() {
-	local now elapsed out rc
+	local now elapsed out rc what
+	what="${LAUNCH[*]:+${LAUNCH[*]} }kinet-perf $*"
 	now=$(date +%s)
 	elapsed=$((now - START))
-	echo "kinet-perf $*" >>"$CMDS"
+	echo "$what" >>"$CMDS"
 	if [ "$elapsed" -ge "$BUDGET" ]; then
-		echo "SKIPPED (budget of ${BUDGET}s spent): kinet-perf $*" | tee -a "$LOG" >&2
+		echo "SKIPPED (budget of ${BUDGET}s spent): $what" | tee -a "$LOG" >&2
 		SKIPPED=$((SKIPPED + 1))
 		return 0
 	fi
-	echo "[$elapsed s] kinet-perf $*" >&2
-	echo "### kinet-perf $*" >>"$LOG"
-	out=$(timeout --kill-after=10 "$CMD_TIMEOUT" "$PERF" "$@" --json 2>>"$LOG")
+	echo "[$elapsed s] $what" >&2
+	echo "### $what" >>"$LOG"
+	out=$(timeout --kill-after=10 "$CMD_TIMEOUT" "${LAUNCH[@]}" "$PERF" "$@" --json 2>>"$LOG")
 	rc=$?
 	if [ -n "$out" ]; then
-		# Only complete documents (one line each) go into the results.
-		printf '%s\n' "$out" | grep '^{"tool":"kinet-perf"' >>"$RESULTS"
+		# Only complete documents (one line each) go into the results;
+		# under kinetrun, rank 0's, behind its "[0] " prefix.
+		printf '%s\n' "$out" | sed -n 's/^\(\[0\] \)\{0,1\}\({"tool":"kinet-perf".*\)$/\2/p' >>"$RESULTS"
 	fi
 	if [ $rc -ne 0 ]; then
-		echo "FAILED (exit $rc): kinet-perf $*" | tee -a "$LOG" >&2
+		echo "FAILED (exit $rc): $what" | tee -a "$LOG" >&2
 		FAILED=$((FAILED + 1))
 	fi
 	return 0
@@ -120,36 +124,14 @@ run send --rate -s 8 -t 32 -b 16 -q 16 --engine-threads 4
 #    target; kinetrun prefixes their lines with "[rank] ").  On a machine
 #    with several GPUs each rank takes GPU KINET_LOCAL_RANK % count, so the
 #    GPU-memory sweep goes from one GPU to the other.
-# run2 ARGS...: as run, under kinetrun -n 2.
-run2() {
-	local now elapsed out rc
-	now=$(date +%s)
-	elapsed=$((now - START))
-	echo "kinetrun -n 2 -- kinet-perf $*" >>"$CMDS"
-	if [ "$elapsed" -ge "$BUDGET" ]; then
-		echo "SKIPPED (budget of ${BUDGET}s spent): kinetrun -n 2 -- kinet-perf $*" | tee -a "$LOG" >&2
-		SKIPPED=$((SKIPPED + 1))
-		return 0
-	fi
-	echo "[$elapsed s] kinetrun -n 2 -- kinet-perf $*" >&2
-	echo "### kinetrun -n 2 -- kinet-perf $*" >>"$LOG"
-	out=$(timeout --kill-after=10 "$CMD_TIMEOUT" "$KINETRUN" -n 2 -- "$PERF" "$@" --json 2>>"$LOG")
-	rc=$?
-	if [ -n "$out" ]; then
-		printf '%s\n' "$out" | sed -n 's/^\[0\] \({"tool":"kinet-perf".*\)$/\1/p' >>"$RESULTS"
-	fi
-	if [ $rc -ne 0 ]; then
-		echo "FAILED (exit $rc): kinetrun -n 2 -- kinet-perf $*" | tee -a "$LOG" >&2
-		FAILED=$((FAILED + 1))
-	fi
-	return 0
-}
 if [ "${KINET_BENCH_TWO_RANKS:-0}" = 1 ]; then
 	KINETRUN="$BUILD/tools/kinetrun"
 	[ -x "$KINETRUN" ] || KINETRUN="$(dirname "$PERF")/kinetrun"
 	if [ -x "$KINETRUN" ]; then
-		run2 write --lat -s 8
-		run2 write --bw --sweep 4K:64M --src-mem gpu --dst-mem gpu
+		LAUNCH=("$KINETRUN" -n 2 --)
+		run write --lat -s 8
+		run write --bw --sweep 4K:64M --src-mem gpu --dst-mem gpu
+		LAUNCH=()
 	else
 		echo "bench/run.sh: KINET_BENCH_TWO_RANKS=1 but no $KINETRUN" | tee -a "$LOG" >&2
 	fi
