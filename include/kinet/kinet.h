@@ -208,6 +208,17 @@ int kinet_qp_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote);
 /* Moves the QP to the error state: outstanding work is flushed. */
 int kinet_qp_set_error(struct kinet_qp *qp);
 uint32_t kinet_qp_num(const struct kinet_qp *qp);
+/* How device code's high-level verbs reach the peer (docs/PEER_PATH.md):
+ * through WQEs the provider executes (engine), or with the GPU's own loads,
+ * stores and atomics on the peer's mapped memory (peer).  Decided when a QP
+ * is both connected and exported, per $KINET_P2P (auto, off, force). */
+#define KINET_QP_PATH_API 1
+enum kinet_qp_path {
+	KINET_QP_PATH_ENGINE = 0,
+	KINET_QP_PATH_PEER = 1,
+};
+enum kinet_qp_path kinet_qp_path(const struct kinet_qp *qp);
+const char *kinet_qp_path_name(enum kinet_qp_path path);
 enum kinet_qp_state kinet_qp_state(const struct kinet_qp *qp);
 enum kinet_db_mode kinet_qp_db_mode(const struct kinet_qp *qp);
 

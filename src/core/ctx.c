@@ -160,6 +160,11 @@ int kinet_ctx_open(const struct kinet_ctx_attr *attr, struct kinet_ctx **out)
 	ret = kinet_engine_start(ctx, (int)nthreads);
 	if (ret)
 		goto err;
+	ret = kinet_peer_ctx_add(ctx);
+	if (ret) {
+		kinet_engine_stop(ctx);
+		goto err;
+	}
 
 	KINET_DBG("context open: provider %s, CUDA device %d, %ld engine threads, node %016llx",
 		  ctx->provider_name, ctx->cuda_device, nthreads, (unsigned long long)ctx->node_id);
@@ -175,6 +180,8 @@ int kinet_ctx_close(struct kinet_ctx *ctx)
 	if (!ctx)
 		return KINET_EINVAL("ctx", "NULL");
 
+	/* Peers' device code stops reaching this context's memory. */
+	kinet_peer_ctx_remove(ctx);
 	/* Engine first: after this nothing executes, so QPs can be torn down
 	 * without handing them back to an engine thread. */
 	kinet_engine_stop(ctx);

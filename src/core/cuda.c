@@ -74,3 +74,56 @@ enum kinet_mem_type kinet_cuda_mem_type(const void *ptr, int *device)
 	return KINET_MEM_HOST;
 #endif
 }
+
+int kinet_cuda_peer_access(int from, int to)
+{
+#ifdef KINET_HAVE_CUDA
+	int can = 0, old = -1;
+	cudaError_t e;
+
+	if (from == to)
+		return 0;
+	if (cudaDeviceCanAccessPeer(&can, from, to) != cudaSuccess || !can) {
+		cudaGetLastError();
+		return -ENODEV;
+	}
+	/* Enabling is per (current device, peer) and process-wide; the caller's
+	 * current device is restored. */
+	if (cudaGetDevice(&old) != cudaSuccess)
+		old = -1;
+	e = cudaSetDevice(from);
+	if (e == cudaSuccess)
+		e = cudaDeviceEnablePeerAccess(to, 0);
+	if (e == cudaErrorPeerAccessAlreadyEnabled)
+		e = cudaSuccess;
+	if (e != cudaSuccess)
+		KINET_INFO("CUDA device %d cannot enable peer access to device %d: %s", from, to,
+			   cudaGetErrorString(e));
+	cudaGetLastError();
+	if (old >= 0)
+		cudaSetDevice(old);
+	return e == cudaSuccess ? 0 : -ENODEV;
+#else
+	return from == to ? 0 : -ENODEV;
+#endif
+}
+
+int kinet_cuda_host_mapping(const void *ptr, uint64_t *delta)
+{
+#ifdef KINET_HAVE_CUDA
+	struct cudaPointerAttributes a;
+
+	if (cudaPointerGetAttributes(&a, ptr) != cudaSuccess) {
+		cudaGetLastError();
+		return -ENOENT;
+	}
+	if (a.type != cudaMemoryTypeHost || !a.devicePointer)
+		return -ENOENT;
+	*delta = (uint64_t)(uintptr_t)a.devicePointer - (uint64_t)(uintptr_t)ptr;
+	return 0;
+#else
+	(void)ptr;
+	*delta = 0;
+	return -ENOENT;
+#endif
+}

@@ -220,5 +220,8 @@ int kinet_qp_export(struct kinet_qp *qp, struct kinet_dev_qp **dev_qp)
 out:
 	*dev_qp = qp->dev;
 	pthread_mutex_unlock(&qp->post_lock);
+	/* A connected QP gets the peer path now (connected and exported). */
+	if (!ret)
+		ret = kinet_peer_qp_attach(qp);
 	return ret;
 }

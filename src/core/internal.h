@@ -67,6 +67,8 @@ struct kinet_mr {
 	uint64_t ipc_base; /* the allocation's base address and size */
 	uint64_t ipc_size;
 	uint8_t ipc_handle[64]; /* cudaIpcMemHandle_t */
+	/* Set as deregistration starts: no new peer-path window (peer.c). */
+	atomic_bool revoked;
 };
 
 /* Result of a key/range/access check. */
@@ -183,6 +185,8 @@ struct kinet_qp {
 	uint64_t *scratch;
 	struct kinet_mr *scratch_mr;
 	struct kinet_qp *next_in_ctx;
+	/* Peer path (peer.c): the QP's window table, under peer.c's lock. */
+	struct kinet_peer_link *peer_link;
 };
 
 /* Receive side, used by transports on the target QP (rq_lock held by the
@@ -253,6 +257,26 @@ void kinet_dev_free(struct kinet_ctx *ctx, void *dev);
 void kinet_mr_table_free(struct kinet_ctx *ctx);
 /* Allocates the next queue pair number of the context. */
 uint32_t kinet_ctx_alloc_qpn(struct kinet_ctx *ctx);
+
+/* ---- peer path (peer.c) ---- */
+struct kinet_peer_link;
+/* Process-wide list of open contexts, where peer QPs find their target. */
+int kinet_peer_ctx_add(struct kinet_ctx *ctx);
+/* Revokes the windows of links into ctx and forgets it (ctx close). */
+void kinet_peer_ctx_remove(struct kinet_ctx *ctx);
+/* Gives a connected, exported QP its window table when the peer is
+ * reachable; 0, or -EHOSTUNREACH under KINET_P2P=force when it is not. */
+int kinet_peer_qp_attach(struct kinet_qp *qp);
+void kinet_peer_qp_detach(struct kinet_qp *qp);
+void kinet_peer_mr_added(struct kinet_mr *mr);
+/* Zeroes mr's window keys everywhere before deregistration completes. */
+void kinet_peer_mr_revoke(struct kinet_mr *mr);
+/* 0 once device `from` can access device `to`'s memory (peer access
+ * enabled), else -ENODEV (cuda.c). */
+int kinet_cuda_peer_access(int from, int to);
+/* 0 and the device address minus the host address of pinned, mapped host
+ * memory; -ENOENT for memory the GPU cannot reach (cuda.c). */
+int kinet_cuda_host_mapping(const void *ptr, uint64_t *delta);
 
 /* ---- engine (src/engine) ---- */
 int kinet_engine_start(struct kinet_ctx *ctx, int nthreads);

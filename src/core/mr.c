@@ -106,6 +106,7 @@ int kinet_mr_reg(struct kinet_ctx *ctx, void *addr, size_t length, unsigned acce
 
 	KINET_DBG("mr %#x: %p+%zu access %#x %s", mr->key, addr, length, access,
 		  type == KINET_MEM_CUDA ? "cuda" : "host");
+	kinet_peer_mr_added(mr);
 	*out = mr;
 	return 0;
 }
@@ -119,6 +120,8 @@ int kinet_mr_dereg(struct kinet_mr *mr)
 		return KINET_EINVAL("mr", "NULL");
 	ctx = mr->ctx;
 	idx = mr->key >> 8;
+	/* Device code stops using the region's windows first. */
+	kinet_peer_mr_revoke(mr);
 	/* The write lock waits for engine lookups that may still use the
 	 * region; afterwards no new lookup finds it. */
 	pthread_rwlock_wrlock(&ctx->mr_lock);

@@ -194,6 +194,7 @@ int kinet_qp_destroy(struct kinet_qp *qp)
 	if (qp->bf_mismatch)
 		KINET_INFO("qp %u: %llu BlueFlame copies differed from the send queue", qp->qpn,
 			   (unsigned long long)qp->bf_mismatch);
+	kinet_peer_qp_detach(qp);
 	if (qp->transport && qp->transport->disconnect)
 		qp->transport->disconnect(qp);
 
@@ -289,7 +290,8 @@ int kinet_qp_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote)
 	atomic_store_explicit(&qp->state, KINET_QPS_RTS, memory_order_release);
 	kinet_engine_kick(qp);
 	KINET_DBG("qp %u: connected to QP %u over %s", qp->qpn, remote->qpn, tr->name);
-	return 0;
+	/* An exported QP gets the peer path now (connected and exported). */
+	return kinet_peer_qp_attach(qp);
 }
 
 void kinet_qp_to_error(struct kinet_qp *qp, const char *why)

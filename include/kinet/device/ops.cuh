@@ -16,11 +16,15 @@
  *
  * Tickets: index + 1 of the operation's last WQE; kinet_dev_wait(qp, t).
  * A ticket of 0 means there was nothing to post (zero-length put/get).
+ * On a QP with the peer path (peer.cuh) most verbs move the data with the
+ * GPU's own stores and atomics; their ticket is the send queue's commit
+ * index at the time, and waiting on it completes the stores.
  * Statuses: 0, EAGAIN, ETIMEDOUT, EIO, EINVAL (positive).
  */
 #ifndef KINET_DEVICE_OPS_CUH
 #define KINET_DEVICE_OPS_CUH
 
+#include "kinet/device/peer.cuh"
 #include "kinet/device/platform.cuh"
 #include "kinet/device/queue.cuh"
 #include "kinet/device/types.h"
@@ -246,6 +250,11 @@ KINET_DEV_FN void kinet_dev_xfer_init(struct kinet_dev_xfer *x, uint8_t opcode, 
 KINET_DEV_FN int kinet_dev_put_g(int g, struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey,
 				 uint64_t raddr, uint32_t rkey, uint64_t size, uint64_t *ticket)
 {
+	if (qp->peer) {
+		int st = kinet_dev_peer_put_g(g, qp, laddr, lkey, raddr, rkey, size, ticket);
+		if (st != KINET_DEV_PEER_MISS)
+			return st;
+	}
 	struct kinet_dev_xfer x;
 	kinet_dev_xfer_init(&x, KINET_WQE_OP_RDMA_WRITE, (uint64_t)(uintptr_t)laddr, lkey, raddr, rkey, size,
 			    0);
@@ -276,6 +285,11 @@ KINET_DEV_FN int kinet_dev_put_inline_g(int g, struct kinet_dev_qp *qp, const vo
 	uint32_t max = qp->max_inline < KINET_DEV_MAX_INLINE ? qp->max_inline : KINET_DEV_MAX_INLINE;
 	if (size > max)
 		return EINVAL;
+	if (qp->peer) {
+		int st = kinet_dev_peer_put_inline_g(g, qp, data, size, raddr, rkey, ticket);
+		if (st != KINET_DEV_PEER_MISS)
+			return st;
+	}
 	struct kinet_dev_tail t;
 	kinet_dev_tail_init(&t, KINET_WQE_OP_RDMA_WRITE);
 	t.inl = data;
@@ -305,6 +319,11 @@ KINET_DEV_FN int kinet_dev_put_inline_block(struct kinet_dev_qp *qp, const void 
 KINET_DEV_FN int kinet_dev_get_g(int g, struct kinet_dev_qp *qp, void *laddr, uint32_t lkey, uint64_t raddr,
 				 uint32_t rkey, uint64_t size, uint64_t *ticket)
 {
+	if (qp->peer) {
+		int st = kinet_dev_peer_get_g(g, qp, laddr, lkey, raddr, rkey, size, ticket);
+		if (st != KINET_DEV_PEER_MISS)
+			return st;
+	}
 	struct kinet_dev_xfer x;
 	kinet_dev_xfer_init(&x, KINET_WQE_OP_RDMA_READ, (uint64_t)(uintptr_t)laddr, lkey, raddr, rkey, size,
 			    0);
@@ -333,6 +352,11 @@ KINET_DEV_FN int kinet_dev_get_block(struct kinet_dev_qp *qp, void *laddr, uint3
 KINET_DEV_FN int kinet_dev_fetch_add_g(int g, struct kinet_dev_qp *qp, uint64_t *result, uint32_t lkey,
 				       uint64_t raddr, uint32_t rkey, uint64_t add, uint64_t *ticket)
 {
+	if (qp->peer) {
+		int st = kinet_dev_peer_atomic_g(g, qp, 0, result, lkey, raddr, rkey, add, 0, ticket);
+		if (st != KINET_DEV_PEER_MISS)
+			return st;
+	}
 	struct kinet_dev_tail t;
 	kinet_dev_tail_init(&t, KINET_WQE_OP_ATOMIC_FA);
 	t.laddr = (uint64_t)(uintptr_t)result;
@@ -362,6 +386,11 @@ KINET_DEV_FN int kinet_dev_compare_swap_g(int g, struct kinet_dev_qp *qp, uint64
 					  uint64_t raddr, uint32_t rkey, uint64_t compare, uint64_t swap,
 					  uint64_t *ticket)
 {
+	if (qp->peer) {
+		int st = kinet_dev_peer_atomic_g(g, qp, 1, result, lkey, raddr, rkey, compare, swap, ticket);
+		if (st != KINET_DEV_PEER_MISS)
+			return st;
+	}
 	struct kinet_dev_tail t;
 	kinet_dev_tail_init(&t, KINET_WQE_OP_ATOMIC_CS);
 	t.laddr = (uint64_t)(uintptr_t)result;
@@ -413,6 +442,12 @@ KINET_DEV_FN int kinet_dev_signal_g(int g, struct kinet_dev_qp *qp, uint64_t sig
 {
 	if (!qp->scratch)
 		return EINVAL;
+	if (qp->peer) {
+		int st = kinet_dev_peer_put_signal_g(g, qp, NULL, 0, 0, 0, 0, sig_raddr, sig_rkey, add,
+						     ticket);
+		if (st != KINET_DEV_PEER_MISS)
+			return st;
+	}
 	struct kinet_dev_tail t;
 	kinet_dev_signal_tail(&t, qp, sig_raddr, sig_rkey, add);
 	return kinet_dev_post_tail(g, qp, &t, ticket);
@@ -442,6 +477,12 @@ KINET_DEV_FN int kinet_dev_put_signal_g(int g, struct kinet_dev_qp *qp, const vo
 {
 	if (!qp->scratch)
 		return EINVAL;
+	if (qp->peer) {
+		int st = kinet_dev_peer_put_signal_g(g, qp, laddr, lkey, raddr, rkey, size, sig_raddr,
+						     sig_rkey, add, ticket);
+		if (st != KINET_DEV_PEER_MISS)
+			return st;
+	}
 	struct kinet_dev_xfer x;
 	struct kinet_dev_tail t;
 	kinet_dev_xfer_init(&x, KINET_WQE_OP_RDMA_WRITE, (uint64_t)(uintptr_t)laddr, lkey, raddr, rkey, size,
@@ -636,6 +677,20 @@ KINET_DEV_FN int kinet_dev_recv_block(struct kinet_dev_qp *qp, uint32_t *byte_le
 	return kinet_dev_recv_g(KINET_DEV_GROUP_BLOCK, qp, byte_len, imm, index);
 }
 
+/* ---- test / wait: one ticket (kinet_dev_sq_test / kinet_dev_sq_wait in
+ * queue.cuh), after completing the caller's peer-path stores ---- */
+
+KINET_DEV_FN int kinet_dev_test(struct kinet_dev_qp *qp, uint64_t ticket)
+{
+	kinet_dev_peer_complete(qp);
+	return kinet_dev_sq_test(qp, ticket);
+}
+KINET_DEV_FN int kinet_dev_wait(struct kinet_dev_qp *qp, uint64_t ticket)
+{
+	kinet_dev_peer_complete(qp);
+	return kinet_dev_sq_wait(qp, ticket);
+}
+
 /* ---- wait (one ticket) in group forms ---- */
 
 KINET_DEV_FN int kinet_dev_wait_g(int g, struct kinet_dev_qp *qp, uint64_t ticket)
@@ -691,6 +746,22 @@ KINET_DEV_FN int kinet_dev_fence_g(int g, struct kinet_dev_qp *qp, uint64_t *tic
 	kinet_dev_tail_init(&t, KINET_WQE_OP_NOP);
 	t.flags = KINET_DEV_WQE_FENCE;
 	kinet_dev_group_sync(g);
+	if (qp->peer) {
+		/* Peer reads and atomics are complete on return; only WQEs still
+		 * in flight need the fenced NOP. */
+		int st = 0;
+		uint64_t ready = 0;
+		if (kinet_dev_group_rank(g) == 0) {
+			int scope = kinet_dev_qp_scope(qp);
+			ready = kinet_dev_scoped_load_acquire_u64(scope, &qp->sq_ready);
+			st = kinet_dev_scoped_load_acquire_u64(scope, &qp->sq_done) >= ready
+				     ? 0
+				     : KINET_DEV_PEER_MISS;
+		}
+		kinet_dev_group_bcast(g, &st, &ready);
+		if (st != KINET_DEV_PEER_MISS)
+			return kinet_dev_peer_done(st, ready, ticket);
+	}
 	return kinet_dev_post_tail(g, qp, &t, ticket);
 }
 KINET_DEV_FN int kinet_dev_fence(struct kinet_dev_qp *qp, uint64_t *ticket)

@@ -226,6 +226,29 @@ KINET_DEV_FN uint64_t kinet_dev_atomic_max_u64(uint64_t *p, uint64_t v)
 	return old;
 }
 
+/* Peer path (peer.cuh): coherent reads of window keys, system-scope
+ * atomics on peer memory, and bulk copies. */
+KINET_DEV_FN void kinet_dev_load_coherent_u32x4(const uint32_t *p, uint32_t v[4])
+{
+	for (int i = 0; i < 4; i++)
+		v[i] = __atomic_load_n(&p[i], __ATOMIC_ACQUIRE);
+}
+KINET_DEV_FN uint64_t kinet_dev_atomic_add_u64_sys(uint64_t *p, uint64_t v)
+{
+	return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+}
+KINET_DEV_FN uint64_t kinet_dev_atomic_cas_u64_sys(uint64_t *p, uint64_t expected, uint64_t desired)
+{
+	__atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	return expected;
+}
+/* Group copy: one thread does it all under emulation. */
+KINET_DEV_FN void kinet_dev_copy_group(int group, void *dst, const void *src, uint64_t n)
+{
+	(void)group;
+	memcpy(dst, src, (size_t)n);
+}
+
 /* Groups: under emulation a warp and a block are one thread. */
 KINET_DEV_FN uint32_t kinet_dev_group_rank(int group)
 {
@@ -426,6 +449,27 @@ KINET_DEV_FN void kinet_dev_load_cqe_lo(const void *c, uint64_t q[2])
 		     : "memory");
 }
 
+/* Peer path (peer.cuh).  Window keys are read at GPU scope (from L2, not
+ * a stale L1 line), so a revoked key is seen at once; 16 bytes per load. */
+KINET_DEV_FN void kinet_dev_load_coherent_u32x4(const uint32_t *p, uint32_t v[4])
+{
+	asm volatile("ld.relaxed.gpu.v4.u32 {%0, %1, %2, %3}, [%4];"
+		     : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
+		     : "l"(p)
+		     : "memory");
+}
+/* atom.add.sys / atom.cas.sys: atomic with respect to every GPU and the
+ * CPU that can reach the word (peer GPU memory over NVLink or PCIe). */
+KINET_DEV_FN uint64_t kinet_dev_atomic_add_u64_sys(uint64_t *p, uint64_t v)
+{
+	return (uint64_t)atomicAdd_system((unsigned long long *)p, (unsigned long long)v);
+}
+KINET_DEV_FN uint64_t kinet_dev_atomic_cas_u64_sys(uint64_t *p, uint64_t expected, uint64_t desired)
+{
+	return (uint64_t)atomicCAS_system((unsigned long long *)p, (unsigned long long)expected,
+					  (unsigned long long)desired);
+}
+
 KINET_DEV_FN uint32_t kinet_dev_lane_id(void)
 {
 	uint32_t lane;
@@ -458,6 +502,42 @@ KINET_DEV_FN void kinet_dev_group_sync(int group)
 	else if (group == KINET_DEV_GROUP_BLOCK)
 		__syncthreads();
 }
+/* Copies n bytes with the threads of the group, rank r taking elements r,
+ * r + size, ...: consecutive lanes touch consecutive 16-byte words
+ * (coalesced).  Four loads are issued before their stores so each thread
+ * keeps several peer transactions in flight.  16-byte words when both
+ * pointers allow, else 8, else bytes; the tail in bytes. */
+KINET_DEV_FN void kinet_dev_copy_group(int group, void *dst, const void *src, uint64_t n)
+{
+	uint64_t r = kinet_dev_group_rank(group), gs = kinet_dev_group_size(group);
+	uint8_t *d = (uint8_t *)dst;
+	const uint8_t *s = (const uint8_t *)src;
+	uint64_t done = 0;
+	uintptr_t align = (uintptr_t)d | (uintptr_t)s;
+	if ((align & 15) == 0) {
+		uint64_t w = n >> 4, i = r;
+		int4 *dw = (int4 *)d;
+		const int4 *sw = (const int4 *)s;
+		for (; i + 3 * gs < w; i += 4 * gs) {
+			int4 a = sw[i], b = sw[i + gs], c = sw[i + 2 * gs], e = sw[i + 3 * gs];
+			dw[i] = a;
+			dw[i + gs] = b;
+			dw[i + 2 * gs] = c;
+			dw[i + 3 * gs] = e;
+		}
+		for (; i < w; i += gs)
+			dw[i] = sw[i];
+		done = w << 4;
+	} else if ((align & 7) == 0) {
+		uint64_t w = n >> 3;
+		for (uint64_t i = r; i < w; i += gs)
+			((uint64_t *)d)[i] = ((const uint64_t *)s)[i];
+		done = w << 3;
+	}
+	for (uint64_t i = done + r; i < n; i += gs)
+		d[i] = s[i];
+}
+
 KINET_DEV_FN void kinet_dev_group_bcast(int group, int *status, uint64_t *value)
 {
 	if (group == KINET_DEV_GROUP_WARP) {

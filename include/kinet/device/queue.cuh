@@ -638,7 +638,7 @@ KINET_DEV_FN int kinet_dev_sq_commit(struct kinet_dev_qp *qp, uint64_t idx, uint
  * returns (get, fetch_add / compare_swap result) can be read: the poller
  * took a system-scope acquire fence after the CQE that covers it, before
  * publishing sq_done, which is read here with an acquire. */
-KINET_DEV_FN int kinet_dev_test(struct kinet_dev_qp *qp, uint64_t ticket)
+KINET_DEV_FN int kinet_dev_sq_test(struct kinet_dev_qp *qp, uint64_t ticket)
 {
 	int scope = kinet_dev_qp_scope(qp);
 	for (int pass = 0; pass < 2; pass++) {
@@ -654,14 +654,16 @@ KINET_DEV_FN int kinet_dev_test(struct kinet_dev_qp *qp, uint64_t ticket)
 	return EAGAIN;
 }
 
-/* Waits for a ticket, bounded by the QP timeout: 0, EIO (error CQE; see
- * kinet_dev_qp_error), ETIMEDOUT (also recorded in the context). */
-KINET_DEV_FN int kinet_dev_wait(struct kinet_dev_qp *qp, uint64_t ticket)
+/* kinet_dev_sq_wait: waits for a ticket, bounded by the QP timeout: 0, EIO
+ * (error CQE; see kinet_dev_qp_error), ETIMEDOUT (also recorded in the
+ * context).  kinet_dev_test / kinet_dev_wait (ops.cuh) add the completion
+ * of peer-path stores. */
+KINET_DEV_FN int kinet_dev_sq_wait(struct kinet_dev_qp *qp, uint64_t ticket)
 {
 	struct kinet_dev_deadline d;
 	kinet_dev_deadline_init(&d, kinet_dev_qp_timeout_ns(qp));
 	for (;;) {
-		int st = kinet_dev_test(qp, ticket);
+		int st = kinet_dev_sq_test(qp, ticket);
 		if (st != EAGAIN)
 			return st;
 		if (kinet_dev_deadline_expired(&d))

@@ -33,6 +33,8 @@ struct kinet_dev_error {
 	uint32_t pad;
 };
 
+struct kinet_dev_peer;
+
 struct kinet_dev_cq {
 	struct kinet_cqe64 *cqes; /* ring of 2^log_depth CQEs */
 	uint32_t *dbrec;	  /* [KINET_CQ_DBR_CI]: big-endian 24-bit ci */
@@ -97,6 +99,41 @@ struct kinet_dev_qp {
 	uint64_t scratch;
 	uint32_t scratch_lkey;
 	uint32_t pad2;
+
+	/* Peer path (docs/PEER_PATH.md): the memory windows of this QP's two
+	 * ends when device code can reach the peer's memory with its own loads
+	 * and stores (GPUs of one host, or host-mapped memory); NULL for a QP
+	 * that only posts WQEs.  Set by the host at connect or export. */
+	struct kinet_dev_peer *peer;
+};
+
+/* Windows a peer-path QP may touch directly, up to KINET_DEV_PEER_WINDOWS
+ * per side.  A slot is written once (fields, then key with a release) and
+ * never reused: deregistration only zeroes its key, which device code reads
+ * coherently (L2), while the other fields may come from any cache.  A key
+ * that has no slot, a range or right a window lacks: the operation goes to
+ * the engine, which performs it or reports the error exactly as it does
+ * for any WQE. */
+#define KINET_DEV_PEER_WINDOWS 32
+
+struct kinet_dev_window {
+	uint64_t addr;	 /* registered start, in the owner's address space */
+	uint64_t length; /* registered bytes */
+	uint64_t delta;	 /* device-usable pointer = address + delta */
+	uint32_t access; /* enum kinet_access bits usable through the window */
+	uint32_t pad;
+};
+
+struct kinet_dev_window_table {
+	uint32_t count; /* slots ever used (only grows) */
+	uint32_t pad[3];
+	uint32_t key[KINET_DEV_PEER_WINDOWS]; /* 0: empty or revoked */
+	struct kinet_dev_window win[KINET_DEV_PEER_WINDOWS];
+};
+
+struct kinet_dev_peer {
+	struct kinet_dev_window_table local;  /* the initiator's own regions (lkeys) */
+	struct kinet_dev_window_table remote; /* the target's regions (rkeys), mapped */
 };
 
 /* Offsets in the software NIC's UAR page (as the mlx5 BlueFlame register:

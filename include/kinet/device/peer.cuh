@@ -1,0 +1,250 @@
+/*
+ * kinet device API: the peer path (docs/PEER_PATH.md).
+ *
+ * When kinet_qp_export gave a QP a window table (qp->peer != NULL), device
+ * code can reach the target's registered memory with its own loads, stores
+ * and system-scope atomics: GPUs of one host (NVLink or PCIe peer access),
+ * or host memory under emulation.  The high-level verbs (ops.cuh) try this
+ * path first; kinet_dev_peer_* return KINET_DEV_PEER_MISS when it does not
+ * apply, and the verb then posts WQEs as on any QP.
+ *
+ * Protection: an operation takes the peer path only when its local key and
+ * its remote key name live windows that hold the whole range with the
+ * rights the engine would check (remote write, read or atomic; local write
+ * where data lands locally).  Anything else -- unknown or revoked key,
+ * range outside, right missing, misaligned atomic -- is a miss: the WQE
+ * goes to the engine, which performs it (a region registered after the
+ * table was built) or fails it with the same error CQE, syndrome and
+ * kinet_ctx_last_error record as on any QP.  So device code never touches
+ * memory the engine would refuse.
+ *
+ * Ordering and completion (the RC rules, whichever path an operation takes):
+ *  - Before a peer operation, the WQEs committed earlier on the QP are
+ *    waited for (they complete in order; a peer store must not overtake
+ *    them).  Later WQEs are ordered after the peer operation by the
+ *    release fence of the doorbell (kinet_dev_sq_ring), after a group
+ *    barrier in the group forms.
+ *  - Puts are stores, complete once a system-scope fence orders them:
+ *    kinet_dev_wait/test/quiet on a peer QP issue one (fence.sc.sys) before
+ *    looking at the send queue.  As with NVSHMEM, the fence covers the
+ *    calling thread's stores and those it synchronised with (a group
+ *    barrier, __syncthreads): quiet the QP from the thread or group that put.
+ *  - get, fetch_add, compare_swap are complete on return (the loads and the
+ *    atomic are done; results are in the caller's buffer).
+ *  - signal and put_signal order the data before the signal with a
+ *    system-scope fence, then add atomically: a peer that sees the signal
+ *    (acquire) sees the data.
+ *  - Tickets: a peer operation returns the send queue's commit index when
+ *    it ran (every WQE before it is already complete), so waiting on it
+ *    only fences.
+ *  - Atomics of the peer path are real atomics on the target word; they are
+ *    atomic with kinet atomics that also take the peer path or run on the
+ *    CPU, not with atomics the engine applies to GPU memory by copies.
+ */
+#ifndef KINET_DEVICE_PEER_CUH
+#define KINET_DEVICE_PEER_CUH
+
+#include "kinet/device/platform.cuh"
+#include "kinet/device/queue.cuh"
+#include "kinet/device/types.h"
+#include "kinet/kinet.h"
+
+/* Not a status: the operation does not take the peer path. */
+#define KINET_DEV_PEER_MISS (-1)
+
+/* 0 and *ptr (device-usable) when [addr, addr+len) lies inside a live window
+ * of t keyed key with every right in need, else KINET_DEV_PEER_MISS.  The
+ * slot count and window fields may come from any cache: slots are written
+ * before their key and never reused, and a stale (zero) window fails the
+ * range check.  Keys are read at GPU scope, four per load. */
+KINET_DEV_FN int kinet_dev_window_find(const struct kinet_dev_window_table *t, uint32_t key, uint64_t addr,
+				       uint64_t len, uint32_t need, uint8_t **ptr)
+{
+	uint32_t n = t->count;
+	if (n > KINET_DEV_PEER_WINDOWS)
+		n = KINET_DEV_PEER_WINDOWS;
+	for (uint32_t i = 0; i < n; i += 4) {
+		uint32_t k[4];
+		kinet_dev_load_coherent_u32x4(&t->key[i], k);
+		for (uint32_t j = 0; j < 4 && i + j < n; j++) {
+			if (k[j] != key)
+				continue;
+			const struct kinet_dev_window *w = &t->win[i + j];
+			if (addr < w->addr || len > w->length || addr - w->addr > w->length - len ||
+			    (w->access & need) != need)
+				return KINET_DEV_PEER_MISS;
+			*ptr = (uint8_t *)(uintptr_t)(addr + w->delta);
+			return 0;
+		}
+	}
+	return KINET_DEV_PEER_MISS;
+}
+
+/* Earlier WQEs of the QP complete (in order) before a peer operation runs:
+ * 0 with *ticket = the commit index, or EIO / ETIMEDOUT as their wait. */
+KINET_DEV_FN int kinet_dev_peer_drain(struct kinet_dev_qp *qp, uint64_t *ticket)
+{
+	int scope = kinet_dev_qp_scope(qp);
+	if (kinet_dev_scoped_load_acquire_u32(scope, &qp->sq_error))
+		return EIO;
+	uint64_t ready = kinet_dev_scoped_load_acquire_u64(scope, &qp->sq_ready);
+	*ticket = ready;
+	if (kinet_dev_scoped_load_acquire_u64(scope, &qp->sq_done) >= ready)
+		return 0;
+	return kinet_dev_sq_wait(qp, ready);
+}
+
+/* Rank 0 resolves both ends and drains; the group gets its decision, so a
+ * key revoked while the group looks cannot split it.  *l, *r: local and
+ * remote pointers (l may be skipped with lneed = ~0u). */
+KINET_DEV_FN int kinet_dev_peer_resolve(int g, struct kinet_dev_qp *qp, uint32_t lkey, uint64_t laddr,
+					uint64_t llen, uint32_t lneed, uint32_t rkey, uint64_t raddr,
+					uint64_t rlen, uint32_t rneed, uint8_t **l, uint8_t **r,
+					uint64_t *ticket)
+{
+	int st = 0, st2 = 0;
+	uint64_t lp = laddr, rp = 0, tk = 0;
+	if (kinet_dev_group_rank(g) == 0) {
+		const struct kinet_dev_peer *p = qp->peer;
+		uint8_t *lx = NULL, *rx = NULL;
+		st = kinet_dev_window_find(&p->remote, rkey, raddr, rlen, rneed, &rx);
+		if (!st && lneed != ~0u)
+			st = kinet_dev_window_find(&p->local, lkey, laddr, llen, lneed, &lx);
+		if (!st)
+			st = kinet_dev_peer_drain(qp, &tk);
+		if (lneed != ~0u)
+			lp = (uint64_t)(uintptr_t)lx;
+		rp = (uint64_t)(uintptr_t)rx;
+	}
+	kinet_dev_group_bcast(g, &st, &rp);
+	kinet_dev_group_bcast(g, &st2, &lp);
+	kinet_dev_group_bcast(g, &st2, &tk);
+	*l = (uint8_t *)(uintptr_t)lp;
+	*r = (uint8_t *)(uintptr_t)rp;
+	*ticket = tk;
+	return st;
+}
+
+/* Result of a peer attempt: MISS, or the verb's status with *ticket set. */
+KINET_DEV_FN int kinet_dev_peer_done(int st, uint64_t tk, uint64_t *ticket)
+{
+	if (st != KINET_DEV_PEER_MISS && ticket)
+		*ticket = st ? 0 : tk;
+	return st;
+}
+
+/* put: the group copies [laddr, laddr+size) to the mapped target. */
+KINET_DEV_FN int kinet_dev_peer_put_g(int g, struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey,
+				      uint64_t raddr, uint32_t rkey, uint64_t size, uint64_t *ticket)
+{
+	uint8_t *src, *dst;
+	uint64_t tk;
+	if (!size)
+		return KINET_DEV_PEER_MISS;
+	int st = kinet_dev_peer_resolve(g, qp, lkey, (uint64_t)(uintptr_t)laddr, size, 0, rkey, raddr, size,
+					KINET_ACCESS_REMOTE_WRITE, &src, &dst, &tk);
+	if (!st)
+		kinet_dev_copy_group(g, dst, src, size);
+	return kinet_dev_peer_done(st, tk, ticket);
+}
+
+/* put_inline: the data need not be registered (no local key). */
+KINET_DEV_FN int kinet_dev_peer_put_inline_g(int g, struct kinet_dev_qp *qp, const void *data, uint32_t size,
+					     uint64_t raddr, uint32_t rkey, uint64_t *ticket)
+{
+	uint8_t *src, *dst;
+	uint64_t tk;
+	if (!size)
+		return KINET_DEV_PEER_MISS;
+	int st = kinet_dev_peer_resolve(g, qp, 0, (uint64_t)(uintptr_t)data, size, ~0u, rkey, raddr, size,
+					KINET_ACCESS_REMOTE_WRITE, &src, &dst, &tk);
+	if (!st && kinet_dev_group_rank(g) == 0) {
+		if (size == 8 && ((((uintptr_t)dst | (uintptr_t)data) & 7) == 0))
+			*(volatile uint64_t *)dst = *(const uint64_t *)data;
+		else
+			memcpy(dst, data, size);
+	}
+	return kinet_dev_peer_done(st, tk, ticket);
+}
+
+/* get: the group copies the mapped source into [laddr, laddr+size); the
+ * data is in place on return (after the group's barrier). */
+KINET_DEV_FN int kinet_dev_peer_get_g(int g, struct kinet_dev_qp *qp, void *laddr, uint32_t lkey,
+				      uint64_t raddr, uint32_t rkey, uint64_t size, uint64_t *ticket)
+{
+	uint8_t *dst, *src;
+	uint64_t tk;
+	if (!size)
+		return KINET_DEV_PEER_MISS;
+	int st = kinet_dev_peer_resolve(g, qp, lkey, (uint64_t)(uintptr_t)laddr, size,
+					KINET_ACCESS_LOCAL_WRITE, rkey, raddr, size, KINET_ACCESS_REMOTE_READ,
+					&dst, &src, &tk);
+	if (!st) {
+		kinet_dev_copy_group(g, dst, src, size);
+		kinet_dev_group_sync(g);
+	}
+	return kinet_dev_peer_done(st, tk, ticket);
+}
+
+/* fetch_add (cas = 0) or compare_swap (cas = 1): one system-scope atomic
+ * by rank 0, the old value stored to *result, seen by the group after its
+ * barrier.  Misaligned targets miss (the engine reports them). */
+KINET_DEV_FN int kinet_dev_peer_atomic_g(int g, struct kinet_dev_qp *qp, int cas, uint64_t *result,
+					 uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t compare_add,
+					 uint64_t swap, uint64_t *ticket)
+{
+	uint8_t *res, *dst;
+	uint64_t tk;
+	if ((raddr & 7) || ((uintptr_t)result & 7))
+		return KINET_DEV_PEER_MISS;
+	int st = kinet_dev_peer_resolve(g, qp, lkey, (uint64_t)(uintptr_t)result, 8, KINET_ACCESS_LOCAL_WRITE,
+					rkey, raddr, 8, KINET_ACCESS_REMOTE_ATOMIC, &res, &dst, &tk);
+	if (!st) {
+		if (kinet_dev_group_rank(g) == 0) {
+			uint64_t *w = (uint64_t *)(void *)dst;
+			uint64_t old = cas ? kinet_dev_atomic_cas_u64_sys(w, compare_add, swap)
+					   : kinet_dev_atomic_add_u64_sys(w, compare_add);
+			*(uint64_t *)(void *)res = old;
+		}
+		kinet_dev_group_sync(g);
+	}
+	return kinet_dev_peer_done(st, tk, ticket);
+}
+
+/* signal, and put_signal when size != 0: the group copies the data, then
+ * after a barrier rank 0 fences at system scope (the data, and every
+ * earlier peer store of the group, before the signal) and adds. */
+KINET_DEV_FN int kinet_dev_peer_put_signal_g(int g, struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey,
+					     uint64_t raddr, uint32_t rkey, uint64_t size, uint64_t sig_raddr,
+					     uint32_t sig_rkey, uint64_t add, uint64_t *ticket)
+{
+	uint8_t *src = NULL, *dst = NULL, *sig, *unused;
+	uint64_t tk;
+	if (sig_raddr & 7)
+		return KINET_DEV_PEER_MISS;
+	int st = kinet_dev_peer_resolve(g, qp, 0, 0, 0, ~0u, sig_rkey, sig_raddr, 8,
+					KINET_ACCESS_REMOTE_ATOMIC, &unused, &sig, &tk);
+	if (!st && size)
+		st = kinet_dev_peer_resolve(g, qp, lkey, (uint64_t)(uintptr_t)laddr, size, 0, rkey, raddr,
+					    size, KINET_ACCESS_REMOTE_WRITE, &src, &dst, &tk);
+	if (st)
+		return kinet_dev_peer_done(st, tk, ticket);
+	if (size)
+		kinet_dev_copy_group(g, dst, src, size);
+	kinet_dev_group_sync(g);
+	if (kinet_dev_group_rank(g) == 0) {
+		kinet_dev_fence_sys();
+		kinet_dev_atomic_add_u64_sys((uint64_t *)(void *)sig, add);
+	}
+	return kinet_dev_peer_done(0, tk, ticket);
+}
+
+/* Completion of peer stores before a wait, test or quiet looks at the send
+ * queue (no-op for a QP without the peer path). */
+KINET_DEV_FN void kinet_dev_peer_complete(const struct kinet_dev_qp *qp)
+{
+	if (qp->peer)
+		kinet_dev_fence_sys();
+}
+
+#endif /* KINET_DEVICE_PEER_CUH */

@@ -1,0 +1,350 @@
+/*
+ * The peer path, host side (docs/PEER_PATH.md): gives an exported, connected
+ * QP whose target lives in a context this process can reach with device
+ * loads and stores a table of memory windows (struct kinet_dev_peer, next
+ * to its descriptor), and keeps the table current as regions come and go.
+ * Device code (include/kinet/device/peer.cuh) checks every access against
+ * it and hands anything it cannot prove allowed to the engine.
+ *
+ * Lifetimes.  One link per peer QP, in a process-wide list under peer_lock:
+ *  - made at kinet_qp_connect or kinet_qp_export, whichever comes second;
+ *  - a region registered in either context gets a window on each link that
+ *    involves that context; one deregistered has its windows' keys zeroed
+ *    (a coherent write the device sees before kinet_mr_dereg returns) and
+ *    its slots are never reused, so a window's fields never change under a
+ *    reader;
+ *  - closing the target's context revokes every remote window first, so
+ *    device code falls back to the engine, which then fails the operations
+ *    as for any vanished peer;
+ *  - destroying the QP frees its table with the descriptor.
+ * Lock order: peer_lock, then a context's MR table lock.
+ *
+ * Reachability (KINET_P2P=auto|off|force; auto by default):
+ *  - both contexts on CUDA devices of this process: the same device, or
+ *    devices with peer access (cudaDeviceCanAccessPeer, enabled here);
+ *  - both host-only (host emulation): with KINET_P2P=force only, so the
+ *    engine keeps being what host-only programs and their tests exercise;
+ *  - anything else (another process, a host-only context beside a CUDA
+ *    one) keeps the engine path; force makes that an error.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+enum p2p_mode { P2P_OFF, P2P_AUTO, P2P_FORCE };
+
+struct kinet_peer_link {
+	struct kinet_qp *qp;	    /* initiator; the link lives as long as it */
+	struct kinet_ctx *target;   /* NULL once that context closed */
+	struct kinet_dev_peer *dev; /* device copy (qp->ctx memory) */
+	struct kinet_mr *slot_mr[2][KINET_DEV_PEER_WINDOWS];
+	uint32_t count[2];
+	bool full_logged;
+	struct kinet_peer_link *next;
+};
+
+enum { SIDE_LOCAL = 0, SIDE_REMOTE = 1 };
+
+static pthread_mutex_t peer_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct kinet_peer_link *links;
+static struct kinet_ctx **contexts;
+static size_t ncontexts, contexts_cap;
+
+static enum p2p_mode p2p_mode(void)
+{
+	const char *v = kinet_env_str("KINET_P2P", "auto");
+
+	if (!strcmp(v, "off") || !strcmp(v, "0"))
+		return P2P_OFF;
+	if (!strcmp(v, "force") || !strcmp(v, "1"))
+		return P2P_FORCE;
+	if (strcmp(v, "auto"))
+		KINET_WARN("KINET_P2P=%s: expected auto, off or force; using auto", v);
+	return P2P_AUTO;
+}
+
+int kinet_peer_ctx_add(struct kinet_ctx *ctx)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&peer_lock);
+	if (ncontexts == contexts_cap) {
+		size_t cap = contexts_cap ? contexts_cap * 2 : 8;
+		struct kinet_ctx **c = realloc(contexts, cap * sizeof(*c));
+
+		if (c) {
+			contexts = c;
+			contexts_cap = cap;
+		} else {
+			ret = -ENOMEM;
+		}
+	}
+	if (!ret)
+		contexts[ncontexts++] = ctx;
+	pthread_mutex_unlock(&peer_lock);
+	return ret;
+}
+
+/* ---- device table updates ---- */
+
+/* Writes host bytes into the link's device table at the same offset. */
+static int table_write(struct kinet_peer_link *l, const void *field, const void *src, size_t len)
+{
+	size_t off = (size_t)((const uint8_t *)field - (const uint8_t *)l->dev);
+
+	return kinet_dev_copy_in(l->qp->ctx, (uint8_t *)l->dev + off, src, len);
+}
+
+/* A key or count: on a host-only context device code runs on CPU threads
+ * reading with acquire loads, so the store is a release; with CUDA each
+ * cudaMemcpy is complete (and ordered after the previous) on return. */
+static void table_publish(struct kinet_peer_link *l, uint32_t *field, uint32_t v)
+{
+	if (l->qp->ctx->cuda_device < 0)
+		__atomic_store_n(field, v, __ATOMIC_RELEASE);
+	else
+		table_write(l, field, &v, sizeof(v));
+}
+
+/* The window through which the viewer context's device code reaches mr,
+ * or false when it cannot. */
+static bool window_of(const struct kinet_ctx *viewer, const struct kinet_mr *mr, struct kinet_dev_window *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->addr = mr->addr;
+	w->length = mr->length;
+	w->access = mr->access;
+	if (viewer->cuda_device < 0)
+		return mr->type == KINET_MEM_HOST;
+	if (mr->type == KINET_MEM_CUDA)
+		return mr->cuda_device == viewer->cuda_device ||
+		       kinet_cuda_peer_access(viewer->cuda_device, mr->cuda_device) == 0;
+	/* Pinned, mapped host memory only; atomics over PCIe to host memory
+	 * are not assumed, so those go to the engine (CPU atomics). */
+	if (kinet_cuda_host_mapping((const void *)(uintptr_t)mr->addr, &w->delta))
+		return false;
+	w->access &= ~(uint32_t)KINET_ACCESS_REMOTE_ATOMIC;
+	return true;
+}
+
+/* Adds mr to one side of the link unless it is there; peer_lock held. */
+static void window_add(struct kinet_peer_link *l, int side, struct kinet_mr *mr)
+{
+	struct kinet_dev_window_table *t = side == SIDE_LOCAL ? &l->dev->local : &l->dev->remote;
+	struct kinet_dev_window w;
+	uint32_t slot = l->count[side];
+
+	if (atomic_load(&mr->revoked))
+		return;
+	for (uint32_t i = 0; i < slot; i++)
+		if (l->slot_mr[side][i] == mr)
+			return;
+	if (!window_of(l->qp->ctx, mr, &w))
+		return;
+	if (slot == KINET_DEV_PEER_WINDOWS) {
+		if (!l->full_logged)
+			KINET_INFO("qp %u: peer window table full (%u per side): region %#x and later ones "
+				   "take the engine path",
+				   l->qp->qpn, KINET_DEV_PEER_WINDOWS, mr->key);
+		l->full_logged = true;
+		return;
+	}
+	/* Fields, then the key, then the count: a reader that finds the key
+	 * finds the fields (slots are written once). */
+	if (table_write(l, &t->win[slot], &w, sizeof(w)))
+		return;
+	table_publish(l, &t->key[slot], mr->key);
+	l->slot_mr[side][slot] = mr;
+	l->count[side] = slot + 1;
+	table_publish(l, &t->count, slot + 1);
+}
+
+static void windows_add_all(struct kinet_peer_link *l, int side, struct kinet_ctx *owner)
+{
+	kinet_mr_table_rdlock(owner);
+	for (uint32_t i = 0; i < owner->mr_table_size; i++)
+		if (owner->mr_table[i])
+			window_add(l, side, owner->mr_table[i]);
+	kinet_mr_table_unlock(owner);
+}
+
+static void windows_revoke(struct kinet_peer_link *l, int side, const struct kinet_mr *only)
+{
+	struct kinet_dev_window_table *t = side == SIDE_LOCAL ? &l->dev->local : &l->dev->remote;
+
+	for (uint32_t i = 0; i < l->count[side]; i++) {
+		if (!l->slot_mr[side][i] || (only && l->slot_mr[side][i] != only))
+			continue;
+		table_publish(l, &t->key[i], 0);
+		l->slot_mr[side][i] = NULL;
+	}
+}
+
+/* ---- attaching a QP ---- */
+
+/* The context of this process holding the QP qp is connected to. */
+static struct kinet_ctx *target_of(const struct kinet_qp *qp)
+{
+	if (qp->remote.node_id != qp->ctx->node_id)
+		return NULL;
+	for (size_t i = 0; i < ncontexts; i++)
+		if (kinet_ctx_find_qp(contexts[i], qp->remote.qpn))
+			return contexts[i];
+	return NULL;
+}
+
+/* NULL when qp's device code can reach target's memory, else why not. */
+static const char *unreachable(const struct kinet_qp *qp, const struct kinet_ctx *target, enum p2p_mode mode)
+{
+	int a = qp->ctx->cuda_device, b = target->cuda_device;
+
+	if (a < 0 && b < 0)
+		return mode == P2P_FORCE ? NULL : "host-only contexts use the engine unless KINET_P2P=force";
+	if (a < 0 || b < 0)
+		return "one end is a host-only context";
+	if (a != b && kinet_cuda_peer_access(a, b))
+		return "the GPUs have no peer access to each other";
+	return NULL;
+}
+
+int kinet_peer_qp_attach(struct kinet_qp *qp)
+{
+	enum p2p_mode mode = p2p_mode();
+	struct kinet_ctx *target;
+	struct kinet_peer_link *l;
+	const char *why = NULL;
+	int ret = 0;
+
+	if (mode == P2P_OFF || atomic_load(&qp->state) != KINET_QPS_RTS || !qp->dev)
+		return 0;
+	pthread_mutex_lock(&peer_lock);
+	if (qp->peer_link)
+		goto out;
+	target = target_of(qp);
+	if (!target)
+		why = qp->remote.node_id != qp->ctx->node_id
+			      ? "the peer QP is in another process (the peer path is within one process)"
+			      : "the peer QP is not in an open context of this process";
+	else
+		why = unreachable(qp, target, mode);
+	if (why) {
+		if (mode == P2P_FORCE) {
+			KINET_ERR("qp %u: KINET_P2P=force but QP %u cannot be reached by device loads and "
+				  "stores: %s",
+				  qp->qpn, qp->remote.qpn, why);
+			ret = -EHOSTUNREACH;
+		} else {
+			KINET_INFO("qp %u: engine path to QP %u: %s", qp->qpn, qp->remote.qpn, why);
+		}
+		goto out;
+	}
+	l = calloc(1, sizeof(*l));
+	if (l)
+		l->dev = kinet_dev_alloc(qp->ctx, sizeof(*l->dev));
+	if (!l || !l->dev) {
+		free(l);
+		ret = -ENOMEM;
+		goto out;
+	}
+	l->qp = qp;
+	l->target = target;
+	windows_add_all(l, SIDE_LOCAL, qp->ctx);
+	windows_add_all(l, SIDE_REMOTE, target);
+	/* The descriptor's pointer last: device code sees a complete table. */
+	ret = kinet_dev_copy_in(qp->ctx, &qp->dev->peer, &l->dev, sizeof(l->dev));
+	if (ret) {
+		kinet_dev_free(qp->ctx, l->dev);
+		free(l);
+		goto out;
+	}
+	l->next = links;
+	links = l;
+	qp->peer_link = l;
+	KINET_INFO("qp %u: peer path to QP %u (%u local, %u remote windows)", qp->qpn, qp->remote.qpn,
+		   l->count[SIDE_LOCAL], l->count[SIDE_REMOTE]);
+out:
+	pthread_mutex_unlock(&peer_lock);
+	return ret;
+}
+
+/* Called as qp is destroyed: its own link goes, and links targeting it
+ * lose their remote windows (as on RC hardware, a requester whose target
+ * QP is gone gets errors, here from the engine). */
+void kinet_peer_qp_detach(struct kinet_qp *qp)
+{
+	pthread_mutex_lock(&peer_lock);
+	for (struct kinet_peer_link **p = &links; *p;) {
+		struct kinet_peer_link *l = *p;
+
+		if (l->qp == qp) {
+			*p = l->next;
+			kinet_dev_free(qp->ctx, l->dev);
+			free(l);
+			continue;
+		}
+		if (l->target == qp->ctx && l->qp->remote.qpn == qp->qpn) {
+			windows_revoke(l, SIDE_REMOTE, NULL);
+			l->target = NULL;
+		}
+		p = &l->next;
+	}
+	qp->peer_link = NULL;
+	pthread_mutex_unlock(&peer_lock);
+}
+
+enum kinet_qp_path kinet_qp_path(const struct kinet_qp *qp)
+{
+	return qp && qp->peer_link ? KINET_QP_PATH_PEER : KINET_QP_PATH_ENGINE;
+}
+
+const char *kinet_qp_path_name(enum kinet_qp_path path)
+{
+	return path == KINET_QP_PATH_PEER ? "peer" : "engine";
+}
+
+/* ---- regions and contexts coming and going ---- */
+
+void kinet_peer_mr_added(struct kinet_mr *mr)
+{
+	pthread_mutex_lock(&peer_lock);
+	for (struct kinet_peer_link *l = links; l; l = l->next) {
+		if (l->qp->ctx == mr->ctx)
+			window_add(l, SIDE_LOCAL, mr);
+		if (l->target == mr->ctx)
+			window_add(l, SIDE_REMOTE, mr);
+	}
+	pthread_mutex_unlock(&peer_lock);
+}
+
+void kinet_peer_mr_revoke(struct kinet_mr *mr)
+{
+	atomic_store(&mr->revoked, true);
+	pthread_mutex_lock(&peer_lock);
+	for (struct kinet_peer_link *l = links; l; l = l->next) {
+		if (l->qp->ctx == mr->ctx)
+			windows_revoke(l, SIDE_LOCAL, mr);
+		if (l->target == mr->ctx)
+			windows_revoke(l, SIDE_REMOTE, mr);
+	}
+	pthread_mutex_unlock(&peer_lock);
+}
+
+void kinet_peer_ctx_remove(struct kinet_ctx *ctx)
+{
+	pthread_mutex_lock(&peer_lock);
+	for (struct kinet_peer_link *l = links; l; l = l->next) {
+		if (l->target != ctx)
+			continue;
+		windows_revoke(l, SIDE_REMOTE, NULL);
+		l->target = NULL;
+	}
+	for (size_t i = 0; i < ncontexts; i++) {
+		if (contexts[i] == ctx) {
+			contexts[i] = contexts[--ncontexts];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&peer_lock);
+}
