@@ -10,6 +10,8 @@
 #
 # BUILD: build directory holding tools/kinet-perf (default ./build-gpu).
 # KINET_COMMIT: the commit measured, where git is not available.
+# KINET_BENCH_TWO_GPUS: 1 runs the two-GPU sweep (--peer-gpu 1), 0 skips
+# it; default: run it when nvidia-smi lists two GPUs or more.
 # KINET_BENCH_BUDGET_S: wall-time budget (default 330 s); commands left when
 # it is spent are skipped and listed as such.  Each command is bounded by
 # KINET_BENCH_CMD_TIMEOUT_S (default 120 s); a failure is logged and the
@@ -135,6 +137,35 @@ if [ "${KINET_BENCH_TWO_RANKS:-0}" = 1 ]; then
 	else
 		echo "bench/run.sh: KINET_BENCH_TWO_RANKS=1 but no $KINETRUN" | tee -a "$LOG" >&2
 	fi
+fi
+
+# 7. Two GPUs of this host in one process (--peer-gpu 1: initiator on GPU 0,
+#    target side on GPU 1), each run beside the peer floors of the same run
+#    (store ping-pongs, cudaMemcpyPeerAsync, kernel copy, raw store rate):
+#    once as kinet chooses (the peer path where the GPUs reach each other),
+#    once with KINET_P2P=off (the engine path).  Both buffers on the GPUs,
+#    so the data goes GPU 0 -> GPU 1.  In --bw every one of the 132 x 256
+#    threads puts its own message, so the iterations are few; through the
+#    engine the sweep stops at 4 MiB: beyond, a put queued behind the other
+#    threads' on the QP waits past the QP's 10 s timeout (seen on two H200s).
+# two_gpu_sweep BW_MAX
+two_gpu_sweep() {
+	local mem=(--peer-gpu 1 --src-mem gpu --dst-mem gpu)
+	run write --lat -s 8 "${mem[@]}"
+	run put_signal --lat -s 8 "${mem[@]}"
+	run write --bw --sweep "64K:$1" --blocks 132 --threads 256 -n 2 -w 1 "${mem[@]}"
+	run write --rate -s 8 --blocks 132 --threads 256 "${mem[@]}"
+}
+two_gpus=${KINET_BENCH_TWO_GPUS:-auto}
+if [ "$two_gpus" = auto ]; then
+	two_gpus=0
+	[ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ] && two_gpus=1
+fi
+if [ "$two_gpus" = 1 ]; then
+	two_gpu_sweep 64M
+	LAUNCH=(env KINET_P2P=off)
+	two_gpu_sweep 4M
+	LAUNCH=()
 fi
 
 # Machine description.

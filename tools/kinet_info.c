@@ -64,6 +64,7 @@ int main(void)
 	show_env("KINET_PROVIDER", "(unset: auto)");
 	show_env("KINET_ENGINE_THREADS", "(unset: 1)");
 	show_env("KINET_LOG", "(unset: warn)");
+	show_env("KINET_P2P", "(unset: auto: device loads/stores between GPUs of this process)");
 
 	printf("wire structs (bytes):\n");
 	printf("  wqe_ctrl_seg   %zu\n", sizeof(struct kinet_wqe_ctrl_seg));

@@ -24,6 +24,11 @@
  * allgather) and rank 1 waits at a barrier while rank 0 measures; a final
  * allgather of the status makes both exit alike.  With several GPUs each
  * rank takes GPU KINET_LOCAL_RANK % count.  KINET_NRANKS > 2 is an error.
+ *
+ * Two GPUs in one process: --peer-gpu D (loopback only) opens the target
+ * side's context on GPU D and puts the destination there, the initiator
+ * staying on GPU 0; the peer floors (GPU 0 <-> D) are measured beside the
+ * others, and the results are compared with them.
  */
 #include <errno.h>
 #include <libgen.h>
@@ -91,6 +96,7 @@ static void fill_common(struct perf_result *x, const struct perf_env *e, int ini
 	x->src_mem = o->src_mem;
 	x->dst_mem = o->dst_mem;
 	x->inl = e->inl;
+	x->path = perf_env_path(e);
 	x->iters = iters;
 	x->warmup = warmup;
 	x->window = o->mode == PERF_MODE_BW || o->mode == PERF_MODE_RATE ? o->window : 1;
@@ -277,13 +283,43 @@ static int two_rank_env(struct perf_opts *o)
 	return 0;
 }
 
+/* --peer-gpu: 0 when usable here, else 2 (printed). */
+static int check_peer_gpu(const struct perf_opts *o)
+{
+	int n = perf_gpu_count();
+	if (o->peer_gpu < 0)
+		return 0;
+	if (o->nranks == 2) {
+		fprintf(stderr, "kinet-perf: --peer-gpu is for loopback (one process); with two ranks each "
+				"rank takes GPU KINET_LOCAL_RANK %% (GPU count)\n");
+		return 2;
+	}
+	if (o->emulated) {
+		fprintf(stderr, "kinet-perf: --peer-gpu %d: no GPUs under host emulation (%s)\n", o->peer_gpu,
+			o->emu_reason);
+		return 2;
+	}
+	if (o->peer_gpu >= n) {
+		fprintf(stderr,
+			"kinet-perf: --peer-gpu %d: out of range, this machine has %d GPU%s (0..%d)\n",
+			o->peer_gpu, n, n == 1 ? "" : "s", n - 1);
+		return 2;
+	}
+	if (o->peer_gpu == o->gpu) {
+		fprintf(stderr, "kinet-perf: --peer-gpu %d is the initiator's GPU; give another one\n",
+			o->peer_gpu);
+		return 2;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct perf_opts o;
 	struct perf_report rep;
 	struct perf_env env;
 	struct kinet_boot *boot = NULL;
-	char cmd[2048], gpu[256];
+	char cmd[2048], gpu[256], peer_gpu[256];
 	int rc, failed = 0, target;
 
 	perf_opts_defaults(&o);
@@ -311,10 +347,12 @@ int main(int argc, char **argv)
 #if !defined(KINET_HOST_EMU)
 	if (o.nranks == 2) {
 		/* One GPU per local rank where there are several. */
-		perf_gpu_select(o.local_rank);
+		o.gpu = perf_gpu_select(o.local_rank);
 		perf_gpu_present(gpu, sizeof(gpu));
 	}
 #endif
+	if (check_peer_gpu(&o))
+		return 2;
 	if (o.emulated && (o.src_mem == PERF_MEM_GPU || o.dst_mem == PERF_MEM_GPU)) {
 		snprintf(emu_note, sizeof(emu_note), "%s; GPU memory requested but absent: host memory used",
 			 o.emu_reason);
@@ -329,6 +367,10 @@ int main(int argc, char **argv)
 	memset(&rep, 0, sizeof(rep));
 	rep.o = &o;
 	rep.device = gpu;
+	if (o.peer_gpu >= 0) {
+		perf_gpu_name(o.peer_gpu, peer_gpu, sizeof(peer_gpu));
+		rep.peer_device = peer_gpu;
+	}
 	if (o.nranks == 2) {
 		rc = kinet_boot_init(NULL, &boot);
 		if (rc) {
@@ -341,8 +383,11 @@ int main(int argc, char **argv)
 	}
 	/* Floors first, while the engine threads do not exist yet (rank 1
 	 * starts its own once rank 0 has measured them). */
-	if (o.floors && !target)
+	if (o.floors && !target) {
 		perf_floors_measure(&o, &rep.floors);
+		if (o.peer_gpu >= 0)
+			perf_peer_floors_measure(&o, &rep.floors.peer);
+	}
 	if (boot && (rc = kinet_boot_barrier(boot))) {
 		fprintf(stderr, "kinet-perf: rank %d: barrier: %s\n", o.rank, kinet_strerror(rc));
 		kinet_boot_fini(boot);

@@ -66,6 +66,37 @@ int perf_gpu_sm_count(void)
 	return 0;
 }
 
+int perf_gpu_count(void)
+{
+	return 0;
+}
+
+int perf_gpu_name(int dev, char *name, size_t len)
+{
+	(void)dev;
+	if (name && len)
+		snprintf(name, len, "none");
+	return -1;
+}
+
+int perf_gpu_use(int dev)
+{
+	(void)dev;
+	return -1;
+}
+
+void *perf_alloc_on(int dev, enum perf_mem m, size_t len)
+{
+	(void)dev;
+	return perf_alloc(m, len);
+}
+
+void perf_free_on(int dev, enum perf_mem m, void *p)
+{
+	(void)dev;
+	perf_free(m, p);
+}
+
 #else
 #include <cuda_runtime.h>
 
@@ -162,6 +193,60 @@ int perf_gpu_sm_count(void)
 		return 0;
 	}
 	return v;
+}
+
+int perf_gpu_count(void)
+{
+	int n = 0;
+	if (cudaGetDeviceCount(&n) != cudaSuccess) {
+		cudaGetLastError();
+		return 0;
+	}
+	return n;
+}
+
+int perf_gpu_name(int dev, char *name, size_t len)
+{
+	struct cudaDeviceProp prop;
+	if (cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+		cudaGetLastError();
+		if (name && len)
+			snprintf(name, len, "none");
+		return -1;
+	}
+	if (name && len)
+		snprintf(name, len, "%s", prop.name);
+	return 0;
+}
+
+int perf_gpu_use(int dev)
+{
+	int old = -1;
+	if (cudaGetDevice(&old) != cudaSuccess)
+		old = -1;
+	if (dev >= 0 && dev != old && cudaSetDevice(dev) != cudaSuccess)
+		old = -1;
+	cudaGetLastError();
+	return old;
+}
+
+/* cudaMalloc and cudaMemset act on the current device, and cudaFree is
+ * safest with the owner current: switch for the call, then switch back. */
+void *perf_alloc_on(int dev, enum perf_mem m, size_t len)
+{
+	int old = dev >= 0 ? perf_gpu_use(dev) : -1;
+	void *p = perf_alloc(m, len);
+	if (old >= 0)
+		perf_gpu_use(old);
+	return p;
+}
+
+void perf_free_on(int dev, enum perf_mem m, void *p)
+{
+	int old = dev >= 0 && p ? perf_gpu_use(dev) : -1;
+	perf_free(m, p);
+	if (old >= 0)
+		perf_gpu_use(old);
 }
 
 #endif

@@ -367,6 +367,9 @@ static int args_status(struct perf_env *e, struct perf_kargs *a, char *err, size
 		return 0;
 	memset(&ke, 0, sizeof(ke));
 	kinet_ctx_last_error(e->ctx, &ke);
+	/* --peer-gpu: an error at the target end is recorded in its context. */
+	if (!ke.status && e->tgt_ctx && e->tgt_ctx != e->ctx)
+		kinet_ctx_last_error(e->tgt_ctx, &ke);
 	snprintf(err, errlen,
 		 "device status %u (%s) at iteration %llu; context error %d syndrome 0x%x qpn %u", st,
 		 kinet_strerror(-(int)st), (unsigned long long)at, ke.status, ke.syndrome, ke.qpn);

@@ -72,6 +72,7 @@ void perf_opts_defaults(struct perf_opts *o)
 	o->compute_reps = 8;
 	o->compute_n = 16384;
 	o->sq_depth = 256;
+	o->peer_gpu = -1;
 }
 
 static void usage(FILE *f)
@@ -91,6 +92,8 @@ static void usage(FILE *f)
 		"  --sharing auto|exclusive|cta|gpu   QP sharing mode (default: from the layout)\n"
 		"  --src-mem host|gpu     initiator's buffer (default host: pinned, mapped)\n"
 		"  --dst-mem host|gpu     target's buffer (default host)\n"
+		"  --peer-gpu D           loopback: the target's context and buffers on GPU D, the\n"
+		"                         initiator on GPU 0; adds the peer floors (GPU 0 <-> D)\n"
 		"  -n, --iters N          timed iterations (per posting thread in bw/rate)\n"
 		"  -w, --warmup N         warm-up iterations\n"
 		"  --window N             outstanding operations per thread in bw/rate (default 64)\n"
@@ -312,6 +315,12 @@ int perf_opts_parse(struct perf_opts *o, int argc, char **argv)
 				o->src_mem = (enum perf_mem)k;
 			else
 				o->dst_mem = (enum perf_mem)k;
+		} else if (!strcmp(a, "--peer-gpu")) {
+			NEED_VALUE();
+			/* Whether D exists is known only with the devices (main). */
+			if (parse_long(v, -1, &n) || n > 1024)
+				BAD_VALUE();
+			o->peer_gpu = (int)n;
 		} else if (!strcmp(a, "-n") || !strcmp(a, "--iters")) {
 			NEED_VALUE();
 			if (parse_long(v, 1, &n))

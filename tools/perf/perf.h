@@ -9,6 +9,8 @@
  *   mem.cu      host/GPU memory, device copies (CUDA or plain C)
  *   floors.cu   physical floors: signalling round trip, copy bandwidth,
  *               launch + sync, small copy + sync
+ *   peer_floors.cu  floors between two GPUs of the host (--peer-gpu):
+ *               store ping-pongs, peer copies, raw peer store rate
  *   ops.cu      device kernels (latency, bandwidth/rate, iteration)
  *   ../kinet_perf.cu  main: runs each (size, initiator) point
  *
@@ -88,6 +90,11 @@ struct perf_opts {
 	/* Two ranks (KINET_RANK/KINET_NRANKS = 2, e.g. under kinetrun): rank 0
 	 * initiates, rank 1 is the target.  nranks 0: loopback in one process. */
 	int nranks, rank, local_rank;
+	/* CUDA device of the initiator (loopback: 0; two ranks: local_rank %
+	 * count).  peer_gpu >= 0 (loopback only): the target side's context
+	 * and buffers on that device; -1: the target shares the initiator's. */
+	int gpu;
+	int peer_gpu;
 };
 
 void perf_opts_defaults(struct perf_opts *o);
@@ -134,8 +141,30 @@ struct perf_result {
 	int have_lat;
 	double elapsed_us; /* timed window */
 	double bytes, ops;
-	double bw_gbs; /* 1e9 bytes per second */
-	double mops;   /* 1e6 operations per second */
+	double bw_gbs;	  /* 1e9 bytes per second */
+	double mops;	  /* 1e6 operations per second */
+	const char *path; /* data path of the initiator QPs; NULL: not known */
+};
+
+/* Floors between GPU A (the initiator's) and GPU B (--peer-gpu), measured
+ * in the same run; see peer_floors.cu for how. */
+struct perf_peer_floors {
+	int measured;
+	int gpu_a, gpu_b;
+	int p2p;			/* peer access both ways: the store floors exist */
+	int rev;			/* copies run B -> A (reads move data that way) */
+	const char *note;		/* why a floor is missing, or NULL */
+	struct perf_stats store_rtt;	/* a: st.relaxed.sys flag ping-pong, round trip */
+	struct perf_stats fence_rtt;	/* b: data, fence.sc.sys, flag ping-pong, round trip */
+	int store_failed, fence_failed; /* the other side did not answer in time */
+	int ncopy;
+	uint64_t copy_size[PERF_MAX_SIZES];
+	double memcpy_gbs[PERF_MAX_SIZES]; /* c: cudaMemcpyPeerAsync */
+	double kcopy_gbs[PERF_MAX_SIZES];  /* d: kernel copy, 16-byte accesses */
+	int copy_blocks, copy_threads;
+	int rate_blocks, rate_threads;
+	double store_mops; /* e: 8-byte peer stores, 1e6 per second */
+	int rate_failed;
 };
 
 struct perf_floors {
@@ -148,12 +177,14 @@ struct perf_floors {
 	uint64_t copy_size[PERF_MAX_SIZES];
 	double copy_gbs[PERF_MAX_SIZES];     /* cudaMemcpyAsync (or memcpy) */
 	double cpu_copy_gbs[PERF_MAX_SIZES]; /* memcpy, host to host (the soft NIC's path) */
+	struct perf_peer_floors peer;
 };
 
 struct perf_report {
 	const struct perf_opts *o;
 	const char *provider;
-	const char *device; /* GPU name or "host emulation" */
+	const char *device;	 /* GPU name or "host emulation" */
+	const char *peer_device; /* --peer-gpu: that GPU's name, else NULL */
 	struct perf_floors floors;
 	struct perf_result *res;
 	int nres, cap;
@@ -180,6 +211,14 @@ int perf_gpu_sm_count(void);
 /* Makes device local_rank % (device count) current; returns it (0 without
  * CUDA or GPUs). */
 int perf_gpu_select(int local_rank);
+/* CUDA devices (0 without CUDA); name of device dev. */
+int perf_gpu_count(void);
+int perf_gpu_name(int dev, char *name, size_t len);
+/* Makes dev current; the device that was (-1 without CUDA). */
+int perf_gpu_use(int dev);
+/* perf_alloc/perf_free with device dev current (dev < 0: the current one). */
+void *perf_alloc_on(int dev, enum perf_mem m, size_t len);
+void perf_free_on(int dev, enum perf_mem m, void *p);
 
 /* ---- setup (setup.c) ---- */
 
@@ -194,6 +233,10 @@ struct kinet_boot;
 struct perf_env {
 	const struct perf_opts *o;
 	struct kinet_ctx *ctx;
+	/* The target side's context: ctx, or with --peer-gpu its own on that
+	 * GPU (the library leaves that device current after its calls; setup
+	 * makes the initiator's current again). */
+	struct kinet_ctx *tgt_ctx;
 	/* Two ranks: the job (rank 0 holds only ini[], rank 1 only tgt[] and
 	 * dst); NULL for loopback. */
 	struct kinet_boot *boot;
@@ -233,6 +276,9 @@ int perf_env_done(struct perf_env *e);
 void perf_env_teardown(struct perf_env *e);
 void perf_env_close(struct perf_env *e);
 int perf_env_sharing(const struct perf_opts *o);
+/* Data path of the initiator QPs of a point that is set up ("engine",
+ * "peer", "mixed"), or NULL when the library does not say. */
+const char *perf_env_path(const struct perf_env *e);
 
 /* ---- CPU-initiated (cpu_post.c) ---- */
 
@@ -247,6 +293,8 @@ int perf_wqes_per_op(enum perf_op op);
 /* ---- floors (floors.cu) ---- */
 
 void perf_floors_measure(const struct perf_opts *o, struct perf_floors *f);
+/* peer_floors.cu: GPU o->gpu -> GPU o->peer_gpu (CUDA build; no-op else). */
+void perf_peer_floors_measure(const struct perf_opts *o, struct perf_peer_floors *f);
 
 /* ---- device kernels (ops.cu) ---- */
 

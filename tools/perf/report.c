@@ -2,7 +2,8 @@
  * kinet-perf output: a table for people, a JSON document for scripts
  * (bench/report.py).  Every result is printed beside the floor of the same
  * run: latencies against the signalling round trip, bandwidths against the
- * copy bandwidth of the same path.
+ * copy bandwidth of the same path; with --peer-gpu, against the floors
+ * between the two GPUs where the data goes there (vs_peer_floor).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +79,64 @@ static double copy_floor(const struct perf_floors *f, uint64_t size, int cpu)
 	return 0;
 }
 
+static double peer_copy_floor(const struct perf_peer_floors *p, uint64_t size, int kernel)
+{
+	for (int i = 0; i < p->ncopy; i++)
+		if (p->copy_size[i] == size)
+			return kernel ? p->kcopy_gbs[i] : p->memcpy_gbs[i];
+	return 0;
+}
+
+static int brings_value_back(enum perf_op op)
+{
+	return op == PERF_OP_READ || op == PERF_OP_FETCH_ADD || op == PERF_OP_COMPARE_SWAP;
+}
+
+/* --peer-gpu, with the target's buffer on GPU B (else the data does not go
+ * between the GPUs and the ordinary floors stay):
+ *  - lat, GPU-initiated: kinet-perf's latency is one operation from its
+ *    post to its completion at the initiator, one at a time, not a
+ *    ping-pong.  A write, put_signal or send is complete once its data is
+ *    at B and ordered there (on the peer path: stores, fence.sc.sys, then
+ *    the signal), one leg of the store+fence+store ping-pong: compared
+ *    with half that round trip.  read, fetch_add and compare_swap bring a
+ *    value back from B, a round trip: compared with the bare store
+ *    ping-pong's round trip.
+ *  - lat, CPU-initiated: the host posts and polls; no GPU store path to
+ *    compare with, so the GPU<->CPU round trip as without --peer-gpu.
+ *  - bw (both buffers on GPUs): GPU-initiated against the kernel copy
+ *    with the run's grid, CPU-initiated against cudaMemcpyPeerAsync (what
+ *    a host program would call), same size and direction.
+ *  - rate: operations per second against the raw 8-byte peer store rate,
+ *    whoever posts (it bounds small writes to B either way). */
+static double vs_peer_floor(const struct perf_report *r, const struct perf_result *x, const char **what)
+{
+	const struct perf_peer_floors *p = &r->floors.peer;
+	if (!p->measured || x->dst_mem != PERF_MEM_GPU)
+		return 0;
+	if (x->mode == PERF_MODE_LAT && x->have_lat && x->initiator == PERF_INIT_GPU) {
+		if (brings_value_back(x->op) && p->store_rtt.median > 0) {
+			*what = "lat_median/peer_store_rtt_median";
+			return x->lat.median / p->store_rtt.median;
+		}
+		if (!brings_value_back(x->op) && p->fence_rtt.median > 0) {
+			*what = "lat_median/(peer_fence_rtt_median/2)";
+			return x->lat.median / (p->fence_rtt.median / 2);
+		}
+	} else if (x->mode == PERF_MODE_BW && x->bw_gbs > 0 && x->src_mem == PERF_MEM_GPU) {
+		int gpu = x->initiator == PERF_INIT_GPU;
+		double fl = peer_copy_floor(p, x->size, gpu);
+		if (fl > 0) {
+			*what = gpu ? "bw/peer_kernel_copy_bw" : "bw/peer_memcpy_bw";
+			return x->bw_gbs / fl;
+		}
+	} else if (x->mode == PERF_MODE_RATE && x->mops > 0 && p->store_mops > 0) {
+		*what = "mops/peer_store_mops";
+		return x->mops / p->store_mops;
+	}
+	return 0;
+}
+
 /* The floor a result is compared with, and how many times it is. */
 static double vs_floor(const struct perf_report *r, const struct perf_result *x, const char **what)
 {
@@ -85,6 +144,11 @@ static double vs_floor(const struct perf_report *r, const struct perf_result *x,
 	*what = NULL;
 	if (!f->measured || x->status)
 		return 0;
+	if (r->o->peer_gpu >= 0) {
+		double v = vs_peer_floor(r, x, what);
+		if (*what)
+			return v;
+	}
 	if (x->mode == PERF_MODE_LAT && x->have_lat && f->rtt.median > 0) {
 		*what = "lat_median/rtt_median";
 		return x->lat.median / f->rtt.median;
@@ -112,6 +176,81 @@ static void table_stats(FILE *f, const char *name, const struct perf_stats *s)
 		s->median, s->p5, s->p95, s->min, s->max, (unsigned long long)s->n);
 }
 
+/* The data path the results of this initiator (0: any) had in common,
+ * "mixed", or NULL when none is known. */
+static const char *data_path(const struct perf_report *r, int initiator)
+{
+	const char *path = NULL;
+	for (int i = 0; i < r->nres; i++) {
+		const struct perf_result *x = &r->res[i];
+		if (!x->path || (initiator && x->initiator != initiator))
+			continue;
+		if (path && strcmp(path, x->path))
+			return "mixed";
+		path = x->path;
+	}
+	return path;
+}
+
+static void table_data_path(FILE *f, const struct perf_report *r)
+{
+	const char *all = data_path(r, 0);
+	int q = r->o->qps;
+	if (!all)
+		fprintf(f, "# data path: unknown (this kinet does not report it)\n");
+	else if (strcmp(all, "mixed"))
+		fprintf(f, "# data path: %s (%d QP%s)\n", all, q, q == 1 ? "" : "s");
+	else
+		/* Only device code can take the peer path: the initiators may differ. */
+		fprintf(f, "# data path: gpu-initiated %s, cpu-initiated %s (%d QP%s each)\n",
+			data_path(r, PERF_INIT_GPU) ? data_path(r, PERF_INIT_GPU) : "-",
+			data_path(r, PERF_INIT_CPU) ? data_path(r, PERF_INIT_CPU) : "-", q,
+			q == 1 ? "" : "s");
+}
+
+static void table_peer_floors(FILE *f, const struct perf_report *r)
+{
+	const struct perf_peer_floors *p = &r->floors.peer;
+	int from = p->rev ? p->gpu_b : p->gpu_a, to = p->rev ? p->gpu_a : p->gpu_b;
+	char label[64];
+	fprintf(f, "# peer floors (GPU %d -> GPU %d, same run): %s\n", p->gpu_a, p->gpu_b,
+		p->p2p ? "peer access both ways" : "no peer access");
+	if (p->p2p) {
+		if (p->store_failed)
+			fprintf(f, "#   %-44s FAILED\n", "raw store ping-pong, round trip");
+		else
+			table_stats(f, "raw store ping-pong, round trip", &p->store_rtt);
+		if (p->fence_failed)
+			fprintf(f, "#   %-44s FAILED\n", "store+fence+store ping-pong, round trip");
+		else
+			table_stats(f, "store+fence+store ping-pong, round trip", &p->fence_rtt);
+	}
+	snprintf(label, sizeof(label), "cudaMemcpyPeerAsync GPU %d -> GPU %d", from, to);
+	for (int i = 0; i < p->ncopy; i++) {
+		fprintf(f, "#   %-44s %10llu B  %8.2f GB/s", label, (unsigned long long)p->copy_size[i],
+			p->memcpy_gbs[i]);
+		if (p->p2p)
+			fprintf(f, "   kernel copy %dx%d %8.2f GB/s", p->copy_blocks, p->copy_threads,
+				p->kcopy_gbs[i]);
+		fputc('\n', f);
+	}
+	if (p->p2p) {
+		snprintf(label, sizeof(label), "raw 8 B peer stores, %dx%d threads", p->rate_blocks,
+			 p->rate_threads);
+		if (p->rate_failed)
+			fprintf(f, "#   %-44s FAILED\n", label);
+		else
+			fprintf(f, "#   %-44s %10.2f M stores/s\n", label, p->store_mops);
+	}
+	if (p->note)
+		fprintf(f, "#   note: %s\n", p->note);
+	fprintf(f,
+		"# vs_floor with --peer-gpu (target buffer on GPU %d): gpu lat of write, put_signal, send "
+		"/ half the store+fence+store round trip, of read and atomics / the raw store round "
+		"trip; gpu bw / kernel copy, cpu bw / cudaMemcpyPeerAsync; rate / raw store rate\n",
+		p->gpu_b);
+}
+
 void perf_report_table(const struct perf_report *r, void *file)
 {
 	FILE *f = (FILE *)file;
@@ -128,8 +267,15 @@ void perf_report_table(const struct perf_report *r, void *file)
 	if (o->nranks == 2)
 		fprintf(f, "# two ranks (kinetrun): initiator QPs in rank 0 (this one), target QPs and "
 			   "destination in rank 1\n");
+	else if (o->peer_gpu >= 0)
+		fprintf(f,
+			"# loopback, two GPUs: initiator QPs and source on GPU %d, target QPs and "
+			"destination "
+			"on GPU %d (%s), a context each\n",
+			o->gpu, o->peer_gpu, r->peer_device ? r->peer_device : "?");
 	else
 		fprintf(f, "# loopback: initiator and target QPs connected in this process\n");
+	table_data_path(f, r);
 	if (r->floors.measured) {
 		const struct perf_floors *fl = &r->floors;
 		fprintf(f, "# floors (same run):\n");
@@ -140,6 +286,8 @@ void perf_report_table(const struct perf_report *r, void *file)
 			fprintf(f, "#   %-44s %10llu B  %8.2f GB/s   memcpy host->host %8.2f GB/s\n",
 				fl->copy_label, (unsigned long long)fl->copy_size[i], fl->copy_gbs[i],
 				fl->cpu_copy_gbs[i]);
+		if (fl->peer.measured)
+			table_peer_floors(f, r);
 	}
 	fprintf(f,
 		"%-12s %-4s %-4s %-20s %10s %4s %4s %4s %3s %-4s %-4s %-4s %10s %10s %10s %10s %10s %10s "
@@ -210,6 +358,53 @@ static void json_stats(FILE *f, const char *name, const struct perf_stats *s)
 		name, (unsigned long long)s->n, s->median, s->p5, s->p95, s->min, s->max, s->mean);
 }
 
+static void json_str_or_null(FILE *f, const char *s)
+{
+	if (s)
+		json_str(f, s);
+	else
+		fputs("null", f);
+}
+
+static void json_peer_floors(FILE *f, const struct perf_report *r)
+{
+	const struct perf_peer_floors *p = &r->floors.peer;
+	fprintf(f, "{\"gpu_a\":%d,\"gpu_b\":%d,\"device_b\":", p->gpu_a, p->gpu_b);
+	json_str_or_null(f, r->peer_device);
+	fprintf(f, ",\"p2p\":%s,\"copy_direction\":\"%s\",\"note\":", p->p2p ? "true" : "false",
+		p->rev ? "b_to_a" : "a_to_b");
+	json_str_or_null(f, p->note);
+	fprintf(f, ",\"labels\":{\"store_rtt\":\"st.relaxed.sys flag ping-pong A<->B, round trip\","
+		   "\"fence_rtt\":\"8 B data + fence.sc.sys + flag ping-pong A<->B, round trip\","
+		   "\"memcpy\":\"cudaMemcpyPeerAsync\",\"kernel_copy\":\"kernel copy, 16 B accesses, "
+		   "grid-stride\",\"store_rate\":\"8 B st.relaxed.sys per thread, a new peer word each\"},");
+	if (p->p2p && !p->store_failed)
+		json_stats(f, "store_rtt_us", &p->store_rtt);
+	else
+		fprintf(f, "\"store_rtt_us\":null");
+	fputc(',', f);
+	if (p->p2p && !p->fence_failed)
+		json_stats(f, "fence_rtt_us", &p->fence_rtt);
+	else
+		fprintf(f, "\"fence_rtt_us\":null");
+	fprintf(f, ",\"copy_grid\":{\"blocks\":%d,\"threads\":%d},\"copy\":[", p->copy_blocks,
+		p->copy_threads);
+	for (int i = 0; i < p->ncopy; i++) {
+		fprintf(f, "%s{\"size\":%llu,\"memcpy_peer_GBs\":%.4f,\"kernel_copy_GBs\":", i ? "," : "",
+			(unsigned long long)p->copy_size[i], p->memcpy_gbs[i]);
+		if (p->p2p)
+			fprintf(f, "%.4f}", p->kcopy_gbs[i]);
+		else
+			fprintf(f, "null}");
+	}
+	fprintf(f, "],\"store_rate\":{\"blocks\":%d,\"threads\":%d,\"mops\":", p->rate_blocks,
+		p->rate_threads);
+	if (p->p2p && !p->rate_failed)
+		fprintf(f, "%.4f}}", p->store_mops);
+	else
+		fprintf(f, "null}}");
+}
+
 void perf_report_json(const struct perf_report *r, void *file)
 {
 	FILE *f = (FILE *)file;
@@ -230,6 +425,8 @@ void perf_report_json(const struct perf_report *r, void *file)
 	fprintf(f,
 		",\"topology\":\"%s\",\"provider\":", o->nranks == 2 ? "two ranks (kinetrun)" : "loopback");
 	json_str(f, r->provider);
+	fprintf(f, ",\"peer_gpu\":%d,\"data_path\":", o->peer_gpu);
+	json_str_or_null(f, data_path(r, 0));
 	fprintf(f, ",\"machine\":{\"device\":");
 	json_str(f, r->device);
 	fprintf(f, ",\"cpu\":");
@@ -257,7 +454,12 @@ void perf_report_json(const struct perf_report *r, void *file)
 		for (int i = 0; i < fl->ncopy; i++)
 			fprintf(f, "%s{\"size\":%llu,\"copy_GBs\":%.4f,\"memcpy_GBs\":%.4f}", i ? "," : "",
 				(unsigned long long)fl->copy_size[i], fl->copy_gbs[i], fl->cpu_copy_gbs[i]);
-		fprintf(f, "]}");
+		fprintf(f, "],\"peer\":");
+		if (fl->peer.measured)
+			json_peer_floors(f, r);
+		else
+			fprintf(f, "null");
+		fputc('}', f);
 	} else {
 		fprintf(f, "null");
 	}
@@ -280,6 +482,8 @@ void perf_report_json(const struct perf_report *r, void *file)
 			perf_mem_name(x->dst_mem), x->inl ? "true" : "false", x->iters, x->warmup, x->window,
 			x->status);
 		json_str(f, x->error);
+		fprintf(f, ",\"data_path\":");
+		json_str_or_null(f, x->path);
 		fputc(',', f);
 		if (x->have_lat) {
 			json_stats(f, "lat_us", &x->lat);

@@ -4,7 +4,10 @@
  * source/target buffers, and for sends a host thread that keeps receives
  * posted at the targets (as perftest's server side).
  *
- * Loopback: both sides in this process.  Two ranks (perf_opts.nranks 2):
+ * Loopback: both sides in this process, in one context, or with --peer-gpu
+ * D in two: the target's on GPU D (its buffers there too), the QPs
+ * connected across them as between any two contexts of the process.  Two
+ * ranks (perf_opts.nranks 2):
  * rank 0 holds the initiator QPs and the sources, rank 1 the target QPs,
  * the destination buffer and the responder; the ranks swap their
  * kinet_qp_info and the destination's kinet_mr_info with the bootstrap's
@@ -33,25 +36,78 @@
 /* Per-QP slots while they fit in this, else one slot shared by all QPs. */
 #define PERF_SLOTS_MAX (256ull << 20)
 
+/* The library makes a context's device current for its CUDA calls and
+ * leaves it so: after target-side calls on GPU D, kernels and allocations
+ * of the initiator would otherwise land on D. */
+static void back_to_initiator(const struct perf_env *e)
+{
+	if (e->tgt_ctx && e->tgt_ctx != e->ctx)
+		perf_gpu_use(e->o->gpu);
+}
+
 int perf_env_open_ctx(struct perf_env *e, const struct perf_opts *o)
 {
 	struct kinet_ctx_attr attr;
+	int rc;
 	memset(e, 0, sizeof(*e));
 	e->o = o;
 	kinet_ctx_attr_init(&attr);
 	attr.engine_threads = o->engine_threads;
 	/* Two ranks on a machine with several GPUs: one GPU per local rank
 	 * (perf_gpu_select made it current). */
-	attr.cuda_device =
-		o->emulated ? KINET_CUDA_DEVICE_NONE : (o->nranks == 2 ? perf_gpu_select(o->local_rank) : 0);
-	return kinet_ctx_open(&attr, &e->ctx);
+	attr.cuda_device = o->emulated ? KINET_CUDA_DEVICE_NONE
+				       : (o->nranks == 2 ? perf_gpu_select(o->local_rank) : o->gpu);
+	rc = kinet_ctx_open(&attr, &e->ctx);
+	if (rc || o->peer_gpu < 0 || o->emulated) {
+		e->tgt_ctx = e->ctx;
+		return rc;
+	}
+	/* The same attributes (engine threads) on the other GPU. */
+	attr.cuda_device = o->peer_gpu;
+	rc = kinet_ctx_open(&attr, &e->tgt_ctx);
+	if (rc) {
+		kinet_ctx_close(e->ctx);
+		e->ctx = e->tgt_ctx = NULL;
+		perf_gpu_use(o->gpu);
+		return rc;
+	}
+	back_to_initiator(e);
+	return 0;
 }
 
 void perf_env_close(struct perf_env *e)
 {
+	if (e->tgt_ctx && e->tgt_ctx != e->ctx)
+		kinet_ctx_close(e->tgt_ctx);
 	if (e->ctx)
 		kinet_ctx_close(e->ctx);
-	e->ctx = NULL;
+	e->ctx = e->tgt_ctx = NULL;
+}
+
+/* GPU of the target's buffers: -1 for the current (the initiator's). */
+static int tgt_gpu(const struct perf_env *e)
+{
+	return e->tgt_ctx && e->tgt_ctx != e->ctx ? e->o->peer_gpu : -1;
+}
+
+const char *perf_env_path(const struct perf_env *e)
+{
+#ifdef KINET_QP_PATH_API
+	const char *path = NULL;
+	for (int q = 0; e->ini && q < e->nqps; q++) {
+		const char *p;
+		if (!e->ini[q].qp)
+			return NULL;
+		p = kinet_qp_path_name(kinet_qp_path(e->ini[q].qp));
+		if (path && strcmp(path, p))
+			return "mixed";
+		path = p;
+	}
+	return path;
+#else
+	(void)e;
+	return NULL;
+#endif
 }
 
 int perf_env_sharing(const struct perf_opts *o)
@@ -136,7 +192,8 @@ static void *responder_main(void *p)
 
 /* ---- per point ---- */
 
-static int make_side(struct perf_env *e, struct perf_side *s, int initiator, int with_rq)
+static int make_side(struct perf_env *e, struct kinet_ctx *ctx, struct perf_side *s, int initiator,
+		     int with_rq)
 {
 	const struct perf_opts *o = e->o;
 	struct kinet_cq_attr ca;
@@ -144,12 +201,12 @@ static int make_side(struct perf_env *e, struct perf_side *s, int initiator, int
 	int rc;
 	/* Every WQE is signalled (the device API does so): room for a full SQ. */
 	ca.depth = initiator ? o->sq_depth * 2 : 16;
-	rc = kinet_cq_create(e->ctx, &ca, &s->scq);
+	rc = kinet_cq_create(ctx, &ca, &s->scq);
 	if (rc)
 		return rc;
 	if (with_rq) {
 		ca.depth = PERF_RQ_DEPTH * 2;
-		rc = kinet_cq_create(e->ctx, &ca, &s->rcq);
+		rc = kinet_cq_create(ctx, &ca, &s->rcq);
 		if (rc)
 			return rc;
 	}
@@ -164,7 +221,7 @@ static int make_side(struct perf_env *e, struct perf_side *s, int initiator, int
 	qa.sharing = (enum kinet_qp_sharing)perf_env_sharing(o);
 	qa.timeout_ms = PERF_TIMEOUT_MS;
 	qa.rnr_timeout_ms = PERF_TIMEOUT_MS; /* a slow responder is retried, not an error */
-	return kinet_qp_create(e->ctx, &qa, &s->qp);
+	return kinet_qp_create(ctx, &qa, &s->qp);
 }
 
 static size_t align_up(size_t v, size_t a)
@@ -297,12 +354,13 @@ int perf_env_setup(struct perf_env *e, uint64_t size, int gpu_init, size_t npost
 	if (!rc && ini_here) {
 		what = "create initiator QPs";
 		for (int q = 0; q < e->nqps && !rc; q++)
-			rc = make_side(e, &e->ini[q], 1, 0);
+			rc = make_side(e, e->ctx, &e->ini[q], 1, 0);
 	}
 	if (!rc && tgt_here) {
 		what = "create target QPs";
 		for (int q = 0; q < e->nqps && !rc; q++)
-			rc = make_side(e, &e->tgt[q], 0, is_send);
+			rc = make_side(e, e->tgt_ctx, &e->tgt[q], 0, is_send);
+		back_to_initiator(e);
 	}
 
 	/* Buffers: the sources on the initiator's side, the destination on
@@ -327,7 +385,7 @@ int perf_env_setup(struct perf_env *e, uint64_t size, int gpu_init, size_t npost
 				perf_fill(o->src_mem, e->src, 0x5a, e->src_len);
 		}
 		if (!rc && tgt_here) {
-			e->dst = (uint8_t *)perf_alloc(o->dst_mem, e->dst_len);
+			e->dst = (uint8_t *)perf_alloc_on(tgt_gpu(e), o->dst_mem, e->dst_len);
 			if (!e->dst)
 				rc = -ENOMEM;
 		}
@@ -343,8 +401,10 @@ int perf_env_setup(struct perf_env *e, uint64_t size, int gpu_init, size_t npost
 				rc = kinet_mr_reg(e->ctx, e->scratch, (size_t)e->nqps * 8, PERF_ACC_ALL,
 						  &e->scratch_mr);
 		}
-		if (!rc && tgt_here)
-			rc = kinet_mr_reg(e->ctx, e->dst, e->dst_len, PERF_ACC_ALL, &e->dst_mr);
+		if (!rc && tgt_here) {
+			rc = kinet_mr_reg(e->tgt_ctx, e->dst, e->dst_len, PERF_ACC_ALL, &e->dst_mr);
+			back_to_initiator(e);
+		}
 	}
 
 	if (two) {
@@ -366,6 +426,7 @@ int perf_env_setup(struct perf_env *e, uint64_t size, int gpu_init, size_t npost
 			if (!rc)
 				rc = kinet_qp_connect(e->tgt[q].qp, &info);
 		}
+		back_to_initiator(e);
 		e->rdst = (uint64_t)(uintptr_t)e->dst;
 		e->rkey = e->dst_mr ? kinet_mr_rkey(e->dst_mr) : 0;
 		if (rc)
@@ -420,6 +481,7 @@ int perf_env_setup(struct perf_env *e, uint64_t size, int gpu_init, size_t npost
 	/* Both ranks ready (receives posted) before rank 0 starts. */
 	if (two)
 		rc = agree(e, rc, &what, err, errlen);
+	back_to_initiator(e);
 	if (rc)
 		goto fail;
 	return 0;
@@ -469,12 +531,14 @@ void perf_env_teardown(struct perf_env *e)
 	if (e->scratch_mr)
 		kinet_mr_dereg(e->scratch_mr);
 	e->src_mr = e->dst_mr = e->res_mr = e->scratch_mr = NULL;
+	back_to_initiator(e);
 	perf_free(o->src_mem, e->src);
-	perf_free(o->dst_mem, e->dst);
+	perf_free_on(tgt_gpu(e), o->dst_mem, e->dst);
 	perf_free(PERF_MEM_HOST, e->results);
 	perf_free(PERF_MEM_HOST, e->scratch);
 	perf_free(PERF_MEM_HOST, e->dev_qps);
 	e->src = e->dst = NULL;
 	e->results = e->scratch = NULL;
 	e->dev_qps = NULL;
+	back_to_initiator(e);
 }
