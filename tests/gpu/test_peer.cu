@@ -96,6 +96,7 @@ struct vargs {
 	uint32_t bkey;
 	int *st;
 	uint32_t seed;
+	uint32_t big; /* bytes of the large put/get (within the form's peer limits) */
 };
 
 #define ST(i, call)                                                                                          \
@@ -109,13 +110,13 @@ __global__ void verbs_kernel(struct vargs a, int g)
 {
 	uint64_t tk = 0;
 	uint32_t r = kinet_dev_group_rank(g), n = kinet_dev_group_size(g);
-	/* 1 MiB put of a pattern, then get it back into a + 2 MiB */
-	for (uint32_t i = r; i < (1u << 20); i += n)
+	/* a large put of a pattern, then get it back into a + 2 MiB */
+	for (uint32_t i = r; i < a.big; i += n)
 		a.a[i] = g_pat(i, a.seed);
 	kinet_dev_group_sync(g);
-	ST(0, kinet_dev_put_g(g, a.d, a.a, a.akey, a.b, a.bkey, 1u << 20, &tk));
+	ST(0, kinet_dev_put_g(g, a.d, a.a, a.akey, a.b, a.bkey, a.big, &tk));
 	ST(1, kinet_dev_wait_g(g, a.d, tk));
-	ST(2, kinet_dev_get_g(g, a.d, a.a + (2u << 20), a.akey, a.b, a.bkey, 1u << 20, &tk));
+	ST(2, kinet_dev_get_g(g, a.d, a.a + (2u << 20), a.akey, a.b, a.bkey, a.big, &tk));
 	ST(3, kinet_dev_wait_g(g, a.d, tk));
 	/* odd sizes and offsets: byte and 8-byte paths of the copy */
 	ST(4, kinet_dev_put_g(g, a.d, a.a + 3, a.akey, a.b + (1u << 20) + 5, a.bkey, 4097, &tk));
@@ -158,6 +159,8 @@ static void run_verbs(struct fx *f, int form, uint32_t seed)
 	a.bkey = f->x[1].buf.key;
 	a.st = st;
 	a.seed = seed;
+	/* thread: 2 KiB (a thread's get limit), warp: 64 KiB, block: 1 MiB */
+	a.big = form == 0 ? 2048u : form == 1 ? 65536u : 1u << 20;
 	if (form == 0)
 		verbs_kernel<<<1, 1>>>(a, KINET_DEV_GROUP_THREAD);
 	else if (form == 1)
@@ -173,7 +176,7 @@ static void run_verbs(struct fx *f, int form, uint32_t seed)
 	uint8_t *h = (uint8_t *)malloc(BUF);
 	KT_OK(g_copy_out(h, &f->x[1].buf, 0, BUF));
 	int bad = 0;
-	for (uint32_t i = 0; i < (1u << 20); i++)
+	for (uint32_t i = 0; i < a.big; i++)
 		bad += h[i] != g_pat(i, seed);
 	for (uint32_t i = 0; i < 4097; i++)
 		bad += h[(1u << 20) + 5 + i] != g_pat(i + 3, seed);
@@ -188,8 +191,8 @@ static void run_verbs(struct fx *f, int form, uint32_t seed)
 	KT_CHECK_EQ(w[0], 9);
 	KT_CHECK_EQ(w[1], 0xabcdef0123456789ull);
 	KT_CHECK_EQ(w[2], 7);
-	KT_OK(g_copy_out(h, &f->x[0].buf, 2u << 20, 1u << 20));
-	for (uint32_t i = 0; i < (1u << 20); i++)
+	KT_OK(g_copy_out(h, &f->x[0].buf, 2u << 20, a.big));
+	for (uint32_t i = 0; i < a.big; i++)
 		bad += h[i] != g_pat(i, seed);
 	KT_CHECK_EQ(bad, 0);
 	free(h);
@@ -399,9 +402,49 @@ KT_TEST(p2p_off_uses_engine)
 	struct fx f;
 	KT_OK(fx_open(&f, "off", 5000, KINET_SHARE_GPU));
 	KT_CHECK_EQ(kinet_qp_path(f.x[0].s.qp), KINET_QP_PATH_ENGINE);
-	run_verbs(&f, 1, 77);
+	for (int form = 0; form < 3; form++)
+		run_verbs(&f, form, 77 + (uint32_t)form);
+	fx_close(&f);
+}
+
+/* A peer QP whose thread-form transfer is above the peer limit: the copy
+ * engine moves it (engines running), same bytes. */
+__global__ void big_put(struct kinet_dev_qp *d, uint8_t *a, uint32_t akey, uint64_t b, uint32_t bkey, int *st)
+{
+	uint64_t tk = 0;
+	int s = kinet_dev_put(d, a, akey, b, bkey, 1u << 20, &tk);
+	if (!s)
+		s = kinet_dev_wait(d, tk);
+	*st = s;
+}
+
+KT_TEST(large_thread_put_uses_copy_engine)
+{
+	G_NEED_GPU();
+	struct fx f;
+	int *st;
+	KT_OK(fx_open(&f, "auto", 5000, KINET_SHARE_GPU));
+	KT_CHECK_EQ(kinet_qp_path(f.x[0].s.qp), KINET_QP_PATH_PEER);
+	uint8_t *h = (uint8_t *)malloc(1u << 20);
+	for (uint32_t i = 0; i < (1u << 20); i++)
+		h[i] = g_pat(i, 5);
+	KT_OK(g_copy_in(&f.x[0].buf, 0, h, 1u << 20));
+	G_CUDA(cudaMallocManaged((void **)&st, sizeof(int)));
+	*st = -1;
+	big_put<<<1, 1>>>(f.x[0].s.d, f.x[0].buf.p, f.x[0].buf.key, g_addr(&f.x[1].buf, 0), f.x[1].buf.key,
+			  st);
+	G_CUDA(cudaDeviceSynchronize());
+	KT_CHECK_EQ(*st, 0);
+	memset(h, 0, 1u << 20);
+	KT_OK(g_copy_out(h, &f.x[1].buf, 0, 1u << 20));
+	int bad = 0;
+	for (uint32_t i = 0; i < (1u << 20); i++)
+		bad += h[i] != g_pat(i, 5);
+	KT_CHECK_EQ(bad, 0);
+	free(h);
+	cudaFree(st);
 	fx_close(&f);
 }
 
 KT_MAIN(verbs_all_forms_and_sharing_modes, atomics_hammer_exact, put_signal_ordering_under_load,
-	protection_errors, p2p_off_uses_engine)
+	protection_errors, p2p_off_uses_engine, large_thread_put_uses_copy_engine)

@@ -52,6 +52,32 @@
 /* Not a status: the operation does not take the peer path. */
 #define KINET_DEV_PEER_MISS (-1)
 
+/* Largest transfer per thread of the group that the peer path takes in the
+ * thread and warp forms; larger ones go to the engine, whose copy engine
+ * moves them faster than a few threads can: one thread keeps only a few
+ * 16-byte loads in flight (a get of 64 KiB by one thread is a thousand
+ * NVLink round trips), and its stores issue at tens of M/s.  Block forms
+ * always take the peer path.  Under host emulation every transfer does
+ * (there is no copy engine to prefer). */
+#ifndef KINET_DEV_PEER_PUT_BYTES_PER_THREAD
+#define KINET_DEV_PEER_PUT_BYTES_PER_THREAD (16ull * 1024)
+#endif
+#ifndef KINET_DEV_PEER_GET_BYTES_PER_THREAD
+#define KINET_DEV_PEER_GET_BYTES_PER_THREAD (2ull * 1024)
+#endif
+
+KINET_DEV_FN int kinet_dev_peer_size_ok(int g, uint64_t size, uint64_t per_thread)
+{
+#if defined(KINET_HOST_EMU)
+	(void)g;
+	(void)size;
+	(void)per_thread;
+	return 1;
+#else
+	return g == KINET_DEV_GROUP_BLOCK || size <= per_thread * kinet_dev_group_size(g);
+#endif
+}
+
 /* 0 and *ptr (device-usable) when [addr, addr+len) lies inside a live window
  * of t keyed key with every right in need, else KINET_DEV_PEER_MISS.  The
  * slot count and window fields may come from any cache: slots are written
@@ -139,7 +165,7 @@ KINET_DEV_FN int kinet_dev_peer_put_g(int g, struct kinet_dev_qp *qp, const void
 {
 	uint8_t *src, *dst;
 	uint64_t tk;
-	if (!size)
+	if (!size || !kinet_dev_peer_size_ok(g, size, KINET_DEV_PEER_PUT_BYTES_PER_THREAD))
 		return KINET_DEV_PEER_MISS;
 	int st = kinet_dev_peer_resolve(g, qp, lkey, (uint64_t)(uintptr_t)laddr, size, 0, rkey, raddr, size,
 					KINET_ACCESS_REMOTE_WRITE, &src, &dst, &tk);
@@ -174,7 +200,7 @@ KINET_DEV_FN int kinet_dev_peer_get_g(int g, struct kinet_dev_qp *qp, void *ladd
 {
 	uint8_t *dst, *src;
 	uint64_t tk;
-	if (!size)
+	if (!size || !kinet_dev_peer_size_ok(g, size, KINET_DEV_PEER_GET_BYTES_PER_THREAD))
 		return KINET_DEV_PEER_MISS;
 	int st = kinet_dev_peer_resolve(g, qp, lkey, (uint64_t)(uintptr_t)laddr, size,
 					KINET_ACCESS_LOCAL_WRITE, rkey, raddr, size, KINET_ACCESS_REMOTE_READ,
@@ -220,7 +246,7 @@ KINET_DEV_FN int kinet_dev_peer_put_signal_g(int g, struct kinet_dev_qp *qp, con
 {
 	uint8_t *src = NULL, *dst = NULL, *sig, *unused;
 	uint64_t tk;
-	if (sig_raddr & 7)
+	if ((sig_raddr & 7) || !kinet_dev_peer_size_ok(g, size, KINET_DEV_PEER_PUT_BYTES_PER_THREAD))
 		return KINET_DEV_PEER_MISS;
 	int st = kinet_dev_peer_resolve(g, qp, 0, 0, 0, ~0u, sig_rkey, sig_raddr, 8,
 					KINET_ACCESS_REMOTE_ATOMIC, &unused, &sig, &tk);
