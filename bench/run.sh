@@ -153,8 +153,10 @@ two_gpu_sweep() {
 	local mem=(--peer-gpu 1 --src-mem gpu --dst-mem gpu)
 	run write --lat -s 8 "${mem[@]}"
 	run put_signal --lat -s 8 "${mem[@]}"
-	run write --bw --sweep "64K:$1" --blocks 132 --threads 256 -n 2 -w 1 "${mem[@]}"
-	run write --rate -s 8 --blocks 132 --threads 256 "${mem[@]}"
+	# Bandwidth with the cooperative form (a block per put, its own slot),
+	# as the kernel copy floor with the same grid; the rate thread by thread.
+	run write --bw --sweep "64K:$1" --group block --blocks 132 --threads 256 -n 2 -w 1 "${mem[@]}"
+	run write --rate -s 8 --group thread --blocks 132 --threads 256 "${mem[@]}"
 }
 two_gpus=${KINET_BENCH_TWO_GPUS:-auto}
 if [ "$two_gpus" = auto ]; then

@@ -78,6 +78,16 @@ static void join_args(char *buf, size_t len, int argc, char **argv)
 	}
 }
 
+/* Units that post at a point (the buffers get a slot per unit): GPU
+ * threads, warps or blocks in bw/rate, a host thread per QP for the
+ * CPU-initiated bw/rate, one in lat and iter.  Both ranks size alike. */
+static size_t point_posters(const struct perf_opts *o, int initiator)
+{
+	if (o->mode != PERF_MODE_BW && o->mode != PERF_MODE_RATE)
+		return 1;
+	return initiator == PERF_INIT_GPU ? (size_t)perf_units(o) : (size_t)o->qps;
+}
+
 static void fill_common(struct perf_result *x, const struct perf_env *e, int initiator, uint64_t size,
 			long warmup, long iters)
 {
@@ -90,6 +100,7 @@ static void fill_common(struct perf_result *x, const struct perf_env *e, int ini
 	x->blocks = o->blocks;
 	x->qps = o->qps;
 	x->engine_threads = o->engine_threads;
+	x->group = initiator == PERF_INIT_GPU ? o->group : PERF_GROUP_THREAD;
 	/* The mode the QPs got (AUTO resolved by the provider). */
 	x->db_mode = e->ini && e->ini[0].qp ? kinet_qp_db_mode(e->ini[0].qp) : o->db_mode;
 	x->sharing = perf_env_sharing(o);
@@ -160,7 +171,7 @@ static int run_bw(struct perf_report *rep, struct perf_env *e, uint64_t size, in
 	const struct perf_opts *o = e->o;
 	long iters = perf_iters_for(o, size), warmup = perf_warmup_for(o, size);
 	struct perf_result *x = perf_report_add(rep);
-	size_t posters = initiator == PERF_INIT_GPU ? (size_t)o->threads * (size_t)o->blocks : (size_t)o->qps;
+	size_t posters = point_posters(o, initiator);
 	double elapsed = 0;
 	int rc;
 	if (!x)
@@ -232,10 +243,10 @@ static int run_iter(struct perf_report *rep, struct perf_env *e, uint64_t size)
 }
 
 /* Rank 1 of two: the target side of one point, in step with rank 0. */
-static int serve_point(struct perf_env *e, uint64_t size)
+static int serve_point(struct perf_env *e, uint64_t size, size_t posters)
 {
-	char err[160];
-	int rc = perf_env_setup(e, size, 0, 1, err, sizeof(err));
+	char err[256];
+	int rc = perf_env_setup(e, size, 0, posters, err, sizeof(err));
 	if (rc) {
 		/* A failure of rank 0's is in rank 0's report. */
 		if (!e->peer_failed)
@@ -406,12 +417,16 @@ int main(int argc, char **argv)
 	for (int i = 0; i < o.nsizes; i++) {
 		uint64_t size = o.sizes[i];
 		if (target) {
-			/* The same points as rank 0, in the same order. */
-			int points = o.mode == PERF_MODE_ITER ? 3
-							      : (o.initiator & PERF_INIT_GPU ? 1 : 0) +
-									(o.initiator & PERF_INIT_CPU ? 1 : 0);
-			for (int p = 0; p < points; p++)
-				failed |= serve_point(&env, size) != 0;
+			/* The same points as rank 0, in the same order (and
+			 * the same buffer layout). */
+			if (o.mode == PERF_MODE_ITER) {
+				for (int p = 0; p < 3; p++)
+					failed |= serve_point(&env, size, 1) != 0;
+				continue;
+			}
+			for (int init = PERF_INIT_GPU; init <= PERF_INIT_CPU; init <<= 1)
+				if (o.initiator & init)
+					failed |= serve_point(&env, size, point_posters(&o, init)) != 0;
 			continue;
 		}
 		if (o.mode == PERF_MODE_ITER) {

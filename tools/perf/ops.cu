@@ -5,10 +5,13 @@
  *
  *   latency  one thread: time stamp, post, wait for the ticket, time stamp
  *            (%globaltimer on the GPU), per operation
- *   bw/rate  every thread posts, keeping `window` operations outstanding
- *            (waits for the ticket of the operation window posts earlier);
- *            a grid barrier after the warm-up, then bytes and operations
- *            over the slowest thread's span
+ *   bw/rate  every posting unit (a thread, or with --group a warp or a
+ *            block calling the _warp/_block forms) posts, keeping `window`
+ *            operations outstanding (waits for the ticket of the operation
+ *            window posts earlier), each unit from and to its own slot of
+ *            its QP's part of the buffers; a grid barrier after the
+ *            warm-up, then bytes and operations over the slowest unit's
+ *            span
  *   iter     one block: compute, then (thread 0) put + wait, per iteration,
  *            in one persistent kernel; or the compute alone as a kernel per
  *            iteration, the host posting after it ends (CPU-initiated)
@@ -30,7 +33,9 @@
 struct perf_kargs {
 	struct kinet_dev_qp **qps;
 	uint32_t nqps;
-	uint32_t nthreads; /* posting threads in the grid */
+	uint32_t nthreads; /* threads that run (all arrive at the barrier) */
+	uint32_t nunits;   /* posting units: threads, warps or blocks */
+	int group;	   /* enum perf_group */
 	int op;
 	int inl;
 	uint64_t size;
@@ -40,13 +45,14 @@ struct perf_kargs {
 	uint64_t dst;
 	uint32_t rkey;
 	uint64_t dst_stride;
-	uint64_t sig; /* signal words: sig + 8 q */
+	uint64_t slot; /* bytes of a unit's slot within a QP's stride */
+	uint64_t sig;  /* signal words: sig + 8 q */
 	uint64_t *results;
 	uint32_t res_lkey;
 	uint64_t warmup, iters;
 	uint32_t window;
 	uint64_t *samples; /* per timed iteration (lat, iter), ns */
-	uint64_t *t0, *t1; /* per thread: timed span, ns */
+	uint64_t *t0, *t1; /* per unit: timed span, ns */
 	uint64_t *barrier; /* grid barrier counter */
 	uint32_t *status;  /* first failure: errno */
 	uint64_t *fail_at; /* its iteration */
@@ -63,12 +69,41 @@ static inline uint32_t perf_tid(void)
 {
 	return kinet_dev_block_id();
 }
+/* An emulated thread is one unit of any group (groups are one thread). */
+static inline uint32_t perf_unit(const struct perf_kargs *a, int *lead)
+{
+	(void)a;
+	*lead = 1;
+	return kinet_dev_block_id();
+}
 #else
 static __device__ __forceinline__ uint32_t perf_tid(void)
 {
 	return blockIdx.x * blockDim.x + threadIdx.x;
 }
+/* The unit this thread belongs to; *lead: its first thread. */
+static __device__ __forceinline__ uint32_t perf_unit(const struct perf_kargs *a, int *lead)
+{
+	switch (a->group) {
+	case PERF_GROUP_WARP:
+		*lead = (threadIdx.x & 31) == 0;
+		return blockIdx.x * ((blockDim.x + 31) / 32) + threadIdx.x / 32;
+	case PERF_GROUP_BLOCK:
+		*lead = threadIdx.x == 0;
+		return blockIdx.x;
+	default:
+		*lead = 1;
+		return blockIdx.x * blockDim.x + threadIdx.x;
+	}
+}
 #endif
+
+KINET_DEV_FN int perf_kgroup(const struct perf_kargs *a)
+{
+	return a->group == PERF_GROUP_WARP    ? KINET_DEV_GROUP_WARP
+	       : a->group == PERF_GROUP_BLOCK ? KINET_DEV_GROUP_BLOCK
+					      : KINET_DEV_GROUP_THREAD;
+}
 
 KINET_DEV_FN void perf_fail(const struct perf_kargs *a, int st, uint64_t i)
 {
@@ -90,33 +125,66 @@ KINET_DEV_FN void perf_barrier(const struct perf_kargs *a)
 	}
 }
 
-/* One operation of thread tid on QP q; *tk its ticket. */
-KINET_DEV_FN int perf_post(const struct perf_kargs *a, struct kinet_dev_qp *qp, uint32_t q, uint32_t tid,
-			   uint64_t i, uint64_t *tk)
+/* One operation of unit u (slot `slot` of QP q) on QP q; *tk its ticket.
+ * Warp and block units: every thread of the group calls with the same
+ * arguments (the group forms give all of them lane 0's ticket). */
+KINET_DEV_FN int perf_post(const struct perf_kargs *a, struct kinet_dev_qp *qp, uint32_t q, uint32_t u,
+			   uint32_t slot, uint64_t i, uint64_t *tk)
 {
-	uint8_t *src = a->src + q * a->src_stride;
-	uint64_t dst = a->dst + q * a->dst_stride;
+	uint8_t *src = a->src + q * a->src_stride + slot * a->slot;
+	uint64_t dst = a->dst + q * a->dst_stride + slot * a->slot;
+	int g = a->group;
 	switch (a->op) {
 	case PERF_OP_WRITE:
 		if (a->inl) {
 			/* A value the thread holds (registers), as a GPU thread
 			 * putting a flag or a small result would. */
 			uint64_t v[4] = {i, i + 1, i + 2, i + 3};
-			return kinet_dev_put_inline(qp, v, (uint32_t)a->size, dst, a->rkey, tk);
+			uint32_t n = (uint32_t)a->size;
+			if (g == PERF_GROUP_WARP)
+				return kinet_dev_put_inline_warp(qp, v, n, dst, a->rkey, tk);
+			if (g == PERF_GROUP_BLOCK)
+				return kinet_dev_put_inline_block(qp, v, n, dst, a->rkey, tk);
+			return kinet_dev_put_inline(qp, v, n, dst, a->rkey, tk);
 		}
+		if (g == PERF_GROUP_WARP)
+			return kinet_dev_put_warp(qp, src, a->lkey, dst, a->rkey, a->size, tk);
+		if (g == PERF_GROUP_BLOCK)
+			return kinet_dev_put_block(qp, src, a->lkey, dst, a->rkey, a->size, tk);
 		return kinet_dev_put(qp, src, a->lkey, dst, a->rkey, a->size, tk);
 	case PERF_OP_READ:
+		if (g == PERF_GROUP_WARP)
+			return kinet_dev_get_warp(qp, src, a->lkey, dst, a->rkey, a->size, tk);
+		if (g == PERF_GROUP_BLOCK)
+			return kinet_dev_get_block(qp, src, a->lkey, dst, a->rkey, a->size, tk);
 		return kinet_dev_get(qp, src, a->lkey, dst, a->rkey, a->size, tk);
 	case PERF_OP_FETCH_ADD:
-		return kinet_dev_fetch_add(qp, &a->results[tid], a->res_lkey, dst, a->rkey, 1, tk);
+		return kinet_dev_fetch_add(qp, &a->results[u], a->res_lkey, dst, a->rkey, 1, tk);
 	case PERF_OP_COMPARE_SWAP:
-		return kinet_dev_compare_swap(qp, &a->results[tid], a->res_lkey, dst, a->rkey, i, i + 1, tk);
+		return kinet_dev_compare_swap(qp, &a->results[u], a->res_lkey, dst, a->rkey, i, i + 1, tk);
 	case PERF_OP_PUT_SIGNAL:
+		/* Signal words stay one per QP (after every QP's slots). */
+		if (g == PERF_GROUP_WARP)
+			return kinet_dev_put_signal_warp(qp, src, a->lkey, dst, a->rkey, a->size,
+							 a->sig + 8 * q, a->rkey, 1, tk);
+		if (g == PERF_GROUP_BLOCK)
+			return kinet_dev_put_signal_block(qp, src, a->lkey, dst, a->rkey, a->size,
+							  a->sig + 8 * q, a->rkey, 1, tk);
 		return kinet_dev_put_signal(qp, src, a->lkey, dst, a->rkey, a->size, a->sig + 8 * q, a->rkey,
 					    1, tk);
 	default:
 		return kinet_dev_send(qp, src, a->lkey, a->size, tk);
 	}
+}
+
+/* Wait for a ticket: the whole group, identical arguments. */
+KINET_DEV_FN int perf_wait(const struct perf_kargs *a, struct kinet_dev_qp *qp, uint64_t tk)
+{
+	if (a->group == PERF_GROUP_WARP)
+		return kinet_dev_wait_warp(qp, tk);
+	if (a->group == PERF_GROUP_BLOCK)
+		return kinet_dev_wait_block(qp, tk);
+	return kinet_dev_wait(qp, tk);
 }
 
 /* ---- latency ---- */
@@ -132,7 +200,7 @@ KINET_DEV_FN void perf_lat_body(struct perf_kargs *a)
 		if (i == a->warmup)
 			a->t0[0] = kinet_dev_now_ns();
 		uint64_t t0 = kinet_dev_now_ns();
-		int st = perf_post(a, qp, 0, 0, i, &tk);
+		int st = perf_post(a, qp, 0, 0, 0, i, &tk);
 		if (!st)
 			st = kinet_dev_wait(qp, tk);
 		uint64_t t1 = kinet_dev_now_ns();
@@ -149,49 +217,58 @@ KINET_DEV_FN void perf_lat_body(struct perf_kargs *a)
 /* ---- bandwidth / message rate ---- */
 
 /* n operations with at most a->window outstanding; waits for all. */
-KINET_DEV_FN int perf_window(const struct perf_kargs *a, struct kinet_dev_qp *qp, uint32_t q, uint32_t tid,
-			     uint64_t base, uint64_t n)
+KINET_DEV_FN int perf_window(const struct perf_kargs *a, struct kinet_dev_qp *qp, uint32_t q, uint32_t u,
+			     uint32_t slot, uint64_t base, uint64_t n)
 {
 	uint64_t ring[PERF_MAX_WINDOW];
 	uint64_t last = 0;
 	for (uint64_t i = 0; i < n; i++) {
-		uint32_t slot = (uint32_t)(i % a->window);
+		uint32_t r = (uint32_t)(i % a->window);
 		int st;
 		if (i >= a->window) {
 			/* Completions are in order: this one covers the older ones. */
-			st = kinet_dev_wait(qp, ring[slot]);
+			st = perf_wait(a, qp, ring[r]);
 			if (st)
 				return st;
 		}
-		st = perf_post(a, qp, q, tid, base + i, &ring[slot]);
+		st = perf_post(a, qp, q, u, slot, base + i, &ring[r]);
 		if (st)
 			return st;
-		last = ring[slot];
+		last = ring[r];
 	}
-	return last ? kinet_dev_wait(qp, last) : 0;
+	return last ? perf_wait(a, qp, last) : 0;
 }
 
 KINET_DEV_FN void perf_bw_body(struct perf_kargs *a)
 {
-	uint32_t tid = perf_tid();
-	if (tid >= a->nthreads)
+	int lead;
+	uint64_t unused = 0;
+	if (perf_tid() >= a->nthreads)
 		return;
-	/* Contiguous threads share a QP: a block keeps to its own QPs when
-	 * they divide evenly (CTA sharing), see perf_env_sharing(). */
-	uint32_t q = (uint32_t)(((uint64_t)tid * a->nqps) / a->nthreads);
+	uint32_t u = perf_unit(a, &lead);
+	/* Contiguous units share a QP: a block keeps to its own QPs when
+	 * they divide evenly (CTA sharing), see perf_env_sharing().  Units
+	 * ceil(q * nunits / nqps) .. of QP q take its slots 0, 1, ... */
+	uint32_t q = (uint32_t)(((uint64_t)u * a->nqps) / a->nunits);
+	uint32_t slot = u - (uint32_t)(((uint64_t)q * a->nunits + a->nqps - 1) / a->nqps);
 	struct kinet_dev_qp *qp = a->qps[q];
-	int st = perf_window(a, qp, q, tid, 0, a->warmup);
+	int st = perf_window(a, qp, q, u, slot, 0, a->warmup);
 	if (st)
 		perf_fail(a, st, 0);
 	perf_barrier(a);
 	uint64_t t0 = kinet_dev_now_ns();
-	if (!st && !kinet_dev_load_relaxed_u32(a->status)) {
-		st = perf_window(a, qp, q, tid, a->warmup, a->iters);
+	/* The group goes on or stops as one (its lead's view of the status). */
+	int go = !st && !kinet_dev_load_relaxed_u32(a->status);
+	kinet_dev_group_bcast(perf_kgroup(a), &go, &unused);
+	if (go) {
+		st = perf_window(a, qp, q, u, slot, a->warmup, a->iters);
 		if (st)
 			perf_fail(a, st, a->warmup);
 	}
-	a->t0[tid] = t0;
-	a->t1[tid] = kinet_dev_now_ns();
+	if (lead) {
+		a->t0[u] = t0;
+		a->t1[u] = kinet_dev_now_ns();
+	}
 }
 
 /* ---- iteration: compute, put, wait ---- */
@@ -319,6 +396,8 @@ static int args_init(struct perf_env *e, struct perf_kargs *a, uint32_t nthreads
 	a->qps = e->dev_qps;
 	a->nqps = (uint32_t)e->nqps;
 	a->nthreads = nthreads;
+	a->nunits = nthreads;
+	a->group = PERF_GROUP_THREAD;
 	a->op = e->o->op;
 	a->inl = e->inl;
 	a->size = e->size;
@@ -328,6 +407,7 @@ static int args_init(struct perf_env *e, struct perf_kargs *a, uint32_t nthreads
 	a->dst = e->rdst;
 	a->rkey = e->rkey;
 	a->dst_stride = e->dst_stride;
+	a->slot = e->slot;
 	a->sig = e->rdst + e->sig_off;
 	a->results = e->results;
 	a->res_lkey = kinet_mr_lkey(e->res_mr);
@@ -422,17 +502,25 @@ int perf_gpu_bw(struct perf_env *e, long warmup, long iters, int window, double 
 		size_t errlen)
 {
 	const struct perf_opts *o = e->o;
+	uint32_t nunits = perf_units(o);
+#if defined(KINET_HOST_EMU)
+	uint32_t nthreads = nunits; /* a CPU thread per unit */
+#else
 	uint32_t nthreads = (uint32_t)(o->threads * o->blocks);
+#endif
 	struct perf_kargs a;
+	/* t0/t1 get an entry per thread (>= units). */
 	int rc = args_init(e, &a, nthreads, warmup, iters, 0);
 	(void)window;
+	a.nunits = nunits;
+	a.group = o->group;
 	if (rc) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
 #if defined(KINET_HOST_EMU)
 	if (nthreads > PERF_MAX_EMU_THREADS) {
-		snprintf(err, errlen, "%u posting threads: host emulation runs at most %d", nthreads,
+		snprintf(err, errlen, "%u posting units: host emulation runs at most %d", nthreads,
 			 PERF_MAX_EMU_THREADS);
 		rc = -EINVAL;
 		goto out;
@@ -463,14 +551,14 @@ int perf_gpu_bw(struct perf_env *e, long warmup, long iters, int window, double 
 	if (!rc)
 		rc = args_status(e, &a, err, errlen);
 	if (!rc) {
-		uint64_t *t0 = (uint64_t *)malloc(nthreads * 8), *t1 = (uint64_t *)malloc(nthreads * 8);
+		uint64_t *t0 = (uint64_t *)malloc(nunits * 8), *t1 = (uint64_t *)malloc(nunits * 8);
 		uint64_t lo = UINT64_MAX, hi = 0;
 		if (!t0 || !t1) {
 			rc = -ENOMEM;
 		} else {
-			perf_copy_from(t0, a.t0, nthreads * 8);
-			perf_copy_from(t1, a.t1, nthreads * 8);
-			for (uint32_t i = 0; i < nthreads; i++) {
+			perf_copy_from(t0, a.t0, nunits * 8);
+			perf_copy_from(t1, a.t1, nunits * 8);
+			for (uint32_t i = 0; i < nunits; i++) {
 				if (t0[i] < lo)
 					lo = t0[i];
 				if (t1[i] > hi)

@@ -11,6 +11,7 @@
 
 static const char *const op_names[] = {"write", "read", "fetch_add", "compare_swap", "put_signal", "send"};
 static const char *const mode_names[] = {"lat", "bw", "rate", "iter"};
+static const char *const group_names[] = {"thread", "warp", "block"};
 
 const char *perf_op_name(enum perf_op op)
 {
@@ -51,6 +52,23 @@ const char *perf_sharing_name(int s)
 	}
 }
 
+const char *perf_group_name(enum perf_group g)
+{
+	return group_names[g];
+}
+
+uint32_t perf_units(const struct perf_opts *o)
+{
+	switch (o->group) {
+	case PERF_GROUP_WARP:
+		return (uint32_t)(o->blocks * ((o->threads + 31) / 32));
+	case PERF_GROUP_BLOCK:
+		return (uint32_t)o->blocks;
+	default:
+		return (uint32_t)(o->threads * o->blocks);
+	}
+}
+
 void perf_opts_defaults(struct perf_opts *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -87,6 +105,10 @@ static void usage(FILE *f)
 		"  -t, --threads N        GPU threads per block that post (default 1)\n"
 		"  -b, --blocks N         GPU blocks (default 1)\n"
 		"  -q, --qps N            queue pairs (default 1)\n"
+		"  --group thread|warp|block  bw/rate, GPU-initiated write, read, put_signal: the\n"
+		"                         posting unit is each thread, each warp (kinet_dev_*_warp)\n"
+		"                         or each block (kinet_dev_*_block); ops = units x iters,\n"
+		"                         each unit with its own source and target slot (default thread)\n"
 		"  --engine-threads N     software NIC threads (default $KINET_ENGINE_THREADS or 1)\n"
 		"  --db auto|cpu|gpu|bf   doorbell mode (default auto)\n"
 		"  --sharing auto|exclusive|cta|gpu   QP sharing mode (default: from the layout)\n"
@@ -289,6 +311,11 @@ int perf_opts_parse(struct perf_opts *o, int argc, char **argv)
 			if (parse_long(v, 1, &n) || n > 4096)
 				BAD_VALUE();
 			o->qps = (int)n;
+		} else if (!strcmp(a, "--group")) {
+			NEED_VALUE();
+			if ((k = pick(v, group_names, 3)) < 0)
+				BAD_VALUE();
+			o->group = (enum perf_group)k;
 		} else if (!strcmp(a, "--engine-threads")) {
 			NEED_VALUE();
 			if (parse_long(v, 1, &n) || n > 256)
@@ -398,6 +425,26 @@ int perf_opts_parse(struct perf_opts *o, int argc, char **argv)
 			return -1;
 		}
 	}
+	if (o->group != PERF_GROUP_THREAD) {
+		if (o->mode != PERF_MODE_BW && o->mode != PERF_MODE_RATE) {
+			fprintf(stderr, "kinet-perf: --group %s is for --bw and --rate\n",
+				group_names[o->group]);
+			return -1;
+		}
+		if (o->op != PERF_OP_WRITE && o->op != PERF_OP_READ && o->op != PERF_OP_PUT_SIGNAL) {
+			fprintf(stderr,
+				"kinet-perf: --group %s measures write, read and put_signal, not %s\n",
+				group_names[o->group], op_names[o->op]);
+			return -1;
+		}
+		/* A warp form wants all 32 lanes (an emulated warp is one thread). */
+		if (o->group == PERF_GROUP_WARP && !o->emulated && o->threads % 32) {
+			fprintf(stderr,
+				"kinet-perf: --group warp needs --threads a multiple of 32 (got %d)\n",
+				o->threads);
+			return -1;
+		}
+	}
 	if (o->window > (int)o->sq_depth)
 		o->window = (int)o->sq_depth;
 	return 0;
@@ -415,7 +462,7 @@ long perf_iters_for(const struct perf_opts *o, uint64_t size)
 	default: {
 		/* Enough bytes for a steady state, not minutes at large sizes. */
 		uint64_t budget = (o->emulated ? 64ull : 512ull) << 20;
-		uint64_t n = budget / size / (uint64_t)(o->threads * o->blocks);
+		uint64_t n = budget / size / (uint64_t)perf_units(o);
 		if (n < 32)
 			n = 32;
 		if (n > 5000)

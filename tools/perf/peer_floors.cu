@@ -21,7 +21,10 @@
  *   kcopy       one kernel with the run's grid copies the buffer to the
  *               peer reps times (16-byte loads and stores, grid-stride), so
  *               a launch is paid once as kinet's persistent kernels pay it;
- *               median of the rounds.
+ *               median of the rounds.  With --group block (bw, rate) a
+ *               pass copies units x size bytes, what one round of the
+ *               benchmark moves (each block its own size bytes), else
+ *               size.
  *   store rate  every thread of the grid (the run's in bw and rate modes,
  *               else 132 x 256) stores 8 bytes n times to the peer
  *               (st.relaxed.sys), then fences; stores over the span from
@@ -412,6 +415,7 @@ void perf_peer_floors_measure(const struct perf_opts *o, struct perf_peer_floors
 	f->rev = o->op == PERF_OP_READ;
 	f->copy_blocks = o->blocks;
 	f->copy_threads = o->threads;
+	f->copy_units = posting && o->group == PERF_GROUP_BLOCK ? perf_units(o) : 1;
 	f->rate_blocks = posting ? o->blocks : PEER_RATE_BLOCKS;
 	f->rate_threads = posting ? o->threads : PEER_RATE_THREADS;
 	if (!samples)
@@ -450,6 +454,7 @@ void perf_peer_floors_measure(const struct perf_opts *o, struct perf_peer_floors
 		if (o->sizes[i] > maxsize)
 			maxsize = o->sizes[i];
 	}
+	maxsize *= f->copy_units; /* the kernel copy's bytes (memcpy's are fewer) */
 	ba_buf = perf_alloc_on(r.a, PERF_MEM_GPU, maxsize);
 	bb_buf = perf_alloc_on(r.b, PERF_MEM_GPU, maxsize);
 	if (!ba_buf || !bb_buf) {
@@ -462,8 +467,9 @@ void perf_peer_floors_measure(const struct perf_opts *o, struct perf_peer_floors
 			uint64_t sz = f->copy_size[i];
 			f->memcpy_gbs[i] = peer_copy_gbs(&r, 0, dst, ddev, src, sdev, sz, 0, 0);
 			if (f->p2p)
-				f->kcopy_gbs[i] = peer_copy_gbs(&r, 1, dst, ddev, src, sdev, sz,
-								f->copy_blocks, f->copy_threads);
+				f->kcopy_gbs[i] =
+					peer_copy_gbs(&r, 1, dst, ddev, src, sdev, sz * f->copy_units,
+						      f->copy_blocks, f->copy_threads);
 		}
 	}
 

@@ -46,6 +46,14 @@ enum perf_mode {
 	PERF_MODE_ITER,
 };
 
+/* Who posts in bw/rate: each thread, each warp (the _warp forms), or each
+ * block (the _block forms) is one posting unit. */
+enum perf_group {
+	PERF_GROUP_THREAD,
+	PERF_GROUP_WARP,
+	PERF_GROUP_BLOCK,
+};
+
 enum perf_initiator {
 	PERF_INIT_GPU = 1,
 	PERF_INIT_CPU = 2,
@@ -72,6 +80,7 @@ struct perf_opts {
 	int blocks;
 	int qps;
 	int engine_threads;
+	enum perf_group group; /* bw, rate: posting unit (GPU-initiated) */
 	enum kinet_db_mode db_mode;
 	int sharing; /* enum kinet_qp_sharing, or -1: derived from the layout */
 	enum perf_mem src_mem, dst_mem;
@@ -105,6 +114,10 @@ const char *perf_mode_name(enum perf_mode m);
 const char *perf_mem_name(enum perf_mem m);
 const char *perf_db_name(enum kinet_db_mode m);
 const char *perf_sharing_name(int s);
+const char *perf_group_name(enum perf_group g);
+/* GPU posting units of bw/rate: threads, warps (ceil(threads / 32) per
+ * block) or blocks; ops = units x iters. */
+uint32_t perf_units(const struct perf_opts *o);
 /* Iterations and warm-up for one size, from the options or the defaults. */
 long perf_iters_for(const struct perf_opts *o, uint64_t size);
 long perf_warmup_for(const struct perf_opts *o, uint64_t size);
@@ -129,6 +142,7 @@ struct perf_result {
 	const char *variant; /* iter mode: "gpu-persistent", "cpu-kernel-boundary", "compute-only" */
 	uint64_t size;
 	int threads, blocks, qps, engine_threads;
+	enum perf_group group; /* thread for the CPU-initiated and lat/iter */
 	enum kinet_db_mode db_mode;
 	int sharing;
 	enum perf_mem src_mem, dst_mem;
@@ -162,6 +176,9 @@ struct perf_peer_floors {
 	double memcpy_gbs[PERF_MAX_SIZES]; /* c: cudaMemcpyPeerAsync */
 	double kcopy_gbs[PERF_MAX_SIZES];  /* d: kernel copy, 16-byte accesses */
 	int copy_blocks, copy_threads;
+	/* d copies copy_units x size bytes per round (--group block: one
+	 * round of the benchmark's bytes, units x size), else size. */
+	uint32_t copy_units;
 	int rate_blocks, rate_threads;
 	double store_mops; /* e: 8-byte peer stores, 1e6 per second */
 	int rate_failed;
@@ -246,9 +263,11 @@ struct perf_env {
 	struct perf_side *ini, *tgt;
 	uint64_t size;
 	int inl;
-	/* buffers: per-QP slots of stride bytes (or one shared slot) */
+	/* buffers: per QP dst_stride bytes, slots_per_qp slots of slot
+	 * bytes each (a posting unit's own: unit k of a QP uses slot k) */
 	uint8_t *src, *dst;
 	size_t src_stride, dst_stride, src_len, dst_len;
+	size_t slot, slots_per_qp;
 	struct kinet_mr *src_mr, *dst_mr;
 	uint64_t *results; /* old values of atomics: one word per poster */
 	struct kinet_mr *res_mr;
@@ -264,7 +283,8 @@ struct perf_env {
 };
 
 int perf_env_open_ctx(struct perf_env *e, const struct perf_opts *o);
-/* QPs, buffers, connect, export; nposters: threads that post.  With two
+/* QPs, buffers, connect, export; nposters: units that post (each gets a
+ * slot of its QP's part of the buffers).  With two
  * ranks a collective (both ranks set up the same point; either fails, both
  * do): rank 0 gets initiator QPs and sources, rank 1 target QPs, dst and
  * the send responder. */

@@ -229,7 +229,10 @@ static void table_peer_floors(FILE *f, const struct perf_report *r)
 	for (int i = 0; i < p->ncopy; i++) {
 		fprintf(f, "#   %-44s %10llu B  %8.2f GB/s", label, (unsigned long long)p->copy_size[i],
 			p->memcpy_gbs[i]);
-		if (p->p2p)
+		if (p->p2p && p->copy_units > 1)
+			fprintf(f, "   kernel copy %dx%d of %u x size %8.2f GB/s", p->copy_blocks,
+				p->copy_threads, p->copy_units, p->kcopy_gbs[i]);
+		else if (p->p2p)
 			fprintf(f, "   kernel copy %dx%d %8.2f GB/s", p->copy_blocks, p->copy_threads,
 				p->kcopy_gbs[i]);
 		fputc('\n', f);
@@ -257,8 +260,13 @@ void perf_report_table(const struct perf_report *r, void *file)
 	const struct perf_opts *o = r->o;
 	char cpu[256];
 	cpu_model(cpu, sizeof(cpu));
-	fprintf(f, "# kinet-perf %s (%s), provider %s\n", perf_op_name(o->op), perf_mode_name(o->mode),
-		r->provider);
+	if (o->mode == PERF_MODE_BW || o->mode == PERF_MODE_RATE)
+		fprintf(f, "# kinet-perf %s (%s, group %s: %u GPU posting unit%s), provider %s\n",
+			perf_op_name(o->op), perf_mode_name(o->mode), perf_group_name(o->group),
+			perf_units(o), perf_units(o) == 1 ? "" : "s", r->provider);
+	else
+		fprintf(f, "# kinet-perf %s (%s), provider %s\n", perf_op_name(o->op),
+			perf_mode_name(o->mode), r->provider);
 	fprintf(f, "# device: %s\n", r->device);
 	if (o->emulated)
 		fprintf(f, "# HOST EMULATION: device code runs on CPU threads (%s); floors are CPU floors\n",
@@ -377,7 +385,8 @@ static void json_peer_floors(FILE *f, const struct perf_report *r)
 	fprintf(f, ",\"labels\":{\"store_rtt\":\"st.relaxed.sys flag ping-pong A<->B, round trip\","
 		   "\"fence_rtt\":\"8 B data + fence.sc.sys + flag ping-pong A<->B, round trip\","
 		   "\"memcpy\":\"cudaMemcpyPeerAsync\",\"kernel_copy\":\"kernel copy, 16 B accesses, "
-		   "grid-stride\",\"store_rate\":\"8 B st.relaxed.sys per thread, a new peer word each\"},");
+		   "grid-stride, copy_grid.kernel_copy_units x size bytes a pass\",\"store_rate\":\"8 B "
+		   "st.relaxed.sys per thread, a new peer word each\"},");
 	if (p->p2p && !p->store_failed)
 		json_stats(f, "store_rtt_us", &p->store_rtt);
 	else
@@ -387,8 +396,8 @@ static void json_peer_floors(FILE *f, const struct perf_report *r)
 		json_stats(f, "fence_rtt_us", &p->fence_rtt);
 	else
 		fprintf(f, "\"fence_rtt_us\":null");
-	fprintf(f, ",\"copy_grid\":{\"blocks\":%d,\"threads\":%d},\"copy\":[", p->copy_blocks,
-		p->copy_threads);
+	fprintf(f, ",\"copy_grid\":{\"blocks\":%d,\"threads\":%d,\"kernel_copy_units\":%u},\"copy\":[",
+		p->copy_blocks, p->copy_threads, p->copy_units ? p->copy_units : 1);
 	for (int i = 0; i < p->ncopy; i++) {
 		fprintf(f, "%s{\"size\":%llu,\"memcpy_peer_GBs\":%.4f,\"kernel_copy_GBs\":", i ? "," : "",
 			(unsigned long long)p->copy_size[i], p->memcpy_gbs[i]);
@@ -419,8 +428,9 @@ void perf_report_json(const struct perf_report *r, void *file)
 	json_str(f, commit());
 	fprintf(f, ",\"command\":");
 	json_str(f, o->command);
-	fprintf(f, ",\"op\":\"%s\",\"mode\":\"%s\",\"emulated\":%s,\"emu_reason\":", perf_op_name(o->op),
-		perf_mode_name(o->mode), o->emulated ? "true" : "false");
+	fprintf(f, ",\"op\":\"%s\",\"mode\":\"%s\",\"group\":\"%s\",\"emulated\":%s,\"emu_reason\":",
+		perf_op_name(o->op), perf_mode_name(o->mode), perf_group_name(o->group),
+		o->emulated ? "true" : "false");
 	json_str(f, o->emulated ? o->emu_reason : "");
 	fprintf(f,
 		",\"topology\":\"%s\",\"provider\":", o->nranks == 2 ? "two ranks (kinetrun)" : "loopback");
@@ -472,15 +482,16 @@ void perf_report_json(const struct perf_report *r, void *file)
 			perf_op_name(x->op), perf_mode_name(x->mode), init_name(x->initiator));
 		json_str(f, x->variant ? x->variant : "");
 		fprintf(f,
-			",\"size\":%llu,\"threads\":%d,\"blocks\":%d,\"qps\":%d,\"engine_threads\":%d,\"db\":"
+			",\"size\":%llu,\"group\":\"%s\",\"threads\":%d,\"blocks\":%d,\"qps\":%d,\"engine_"
+			"threads\":%d,\"db\":"
 			"\"%s\","
 			"\"sharing\":\"%s\",\"src_mem\":\"%s\",\"dst_mem\":\"%s\",\"inline\":%s,\"iters\":%"
 			"ld,"
 			"\"warmup\":%ld,\"window\":%d,\"status\":%d,\"error\":",
-			(unsigned long long)x->size, x->threads, x->blocks, x->qps, x->engine_threads,
-			perf_db_name(x->db_mode), perf_sharing_name(x->sharing), perf_mem_name(x->src_mem),
-			perf_mem_name(x->dst_mem), x->inl ? "true" : "false", x->iters, x->warmup, x->window,
-			x->status);
+			(unsigned long long)x->size, perf_group_name(x->group), x->threads, x->blocks, x->qps,
+			x->engine_threads, perf_db_name(x->db_mode), perf_sharing_name(x->sharing),
+			perf_mem_name(x->src_mem), perf_mem_name(x->dst_mem), x->inl ? "true" : "false",
+			x->iters, x->warmup, x->window, x->status);
 		json_str(f, x->error);
 		fprintf(f, ",\"data_path\":");
 		json_str_or_null(f, x->path);

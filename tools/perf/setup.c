@@ -33,8 +33,11 @@
 	 KINET_ACCESS_REMOTE_ATOMIC)
 #define PERF_RQ_DEPTH 512
 #define PERF_TIMEOUT_MS 10000
-/* Per-QP slots while they fit in this, else one slot shared by all QPs. */
-#define PERF_SLOTS_MAX (256ull << 20)
+/* Bound of each of the source and target buffers (QPs x units per QP x
+ * slot): 2 GiB, or 16 GiB when both are GPU memory (132 blocks x 64 MiB
+ * of --group block is 8.25 GiB). */
+#define PERF_BUF_MAX_HOST (2ull << 30)
+#define PERF_BUF_MAX_GPU (16ull << 30)
 
 /* The library makes a context's device current for its CUDA calls and
  * leaves it so: after target-side calls on GPU D, kernels and allocations
@@ -336,6 +339,7 @@ int perf_env_setup(struct perf_env *e, uint64_t size, int gpu_init, size_t npost
 	int ini_here = !two || o->rank == 0, tgt_here = !two || o->rank == 1;
 	struct kinet_qp_info info;
 	const char *what = "";
+	int msg = 0; /* err already says what failed */
 
 	e->peer_failed = 0;
 	e->nqps = o->qps;
@@ -366,13 +370,28 @@ int perf_env_setup(struct perf_env *e, uint64_t size, int gpu_init, size_t npost
 	/* Buffers: the sources on the initiator's side, the destination on
 	 * the target's (both here in loopback).  The layout is computed on
 	 * both ranks alike. */
-	size_t slot = align_up(size, 64);
-	int per_qp = (uint64_t)slot * (uint64_t)e->nqps <= PERF_SLOTS_MAX;
-	e->src_stride = e->dst_stride = per_qp ? slot : 0;
-	size_t data = per_qp ? slot * (size_t)e->nqps : slot;
+	/* Per QP, a slot for each unit that posts on it (units are dealt to
+	 * QPs in contiguous runs, at most ceil(posters / QPs) a QP): no two
+	 * units read or write the same bytes at once. */
+	e->slot = align_up(size, 64);
+	e->slots_per_qp = (e->nposters + (size_t)e->nqps - 1) / (size_t)e->nqps;
+	e->src_stride = e->dst_stride = e->slot * e->slots_per_qp;
+	size_t data = e->dst_stride * (size_t)e->nqps;
+	uint64_t cap = o->src_mem == PERF_MEM_GPU && o->dst_mem == PERF_MEM_GPU ? PERF_BUF_MAX_GPU
+										: PERF_BUF_MAX_HOST;
 	e->src_len = data;
 	e->sig_off = data; /* signal words after the data, one per QP */
 	e->dst_len = data + (size_t)e->nqps * 8 + 64;
+	if (!rc && (uint64_t)data > cap) {
+		snprintf(
+			err, errlen,
+			"buffers %d QPs x %zu units x %zu B = %.2f GiB > %.0f GiB cap (%s memory): use fewer "
+			"units or QPs, or a smaller size",
+			e->nqps, e->slots_per_qp, e->slot, (double)data / (1u << 30),
+			(double)cap / (1u << 30), cap == PERF_BUF_MAX_GPU ? "GPU" : "host");
+		msg = 1;
+		rc = -E2BIG;
+	}
 	if (!rc) {
 		what = "allocate buffers";
 		if (ini_here) {
@@ -486,7 +505,7 @@ int perf_env_setup(struct perf_env *e, uint64_t size, int gpu_init, size_t npost
 		goto fail;
 	return 0;
 fail:
-	if (!e->peer_failed)
+	if (!e->peer_failed && !msg)
 		snprintf(err, errlen, "%s: %s", what, kinet_strerror(rc));
 	perf_env_teardown(e);
 	return rc ? rc : -EIO;
