@@ -260,7 +260,7 @@ KINET_DEV_FN int kinet_dev_peer_put_signal_g(int g, struct kinet_dev_qp *qp, con
 	kinet_dev_group_sync(g);
 	if (kinet_dev_group_rank(g) == 0) {
 		kinet_dev_fence_sys();
-		kinet_dev_atomic_add_u64_sys((uint64_t *)(void *)sig, add);
+		kinet_dev_red_add_u64_sys((uint64_t *)(void *)sig, add);
 	}
 	return kinet_dev_peer_done(0, tk, ticket);
 }

@@ -242,6 +242,10 @@ KINET_DEV_FN uint64_t kinet_dev_atomic_cas_u64_sys(uint64_t *p, uint64_t expecte
 	__atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 	return expected;
 }
+KINET_DEV_FN void kinet_dev_red_add_u64_sys(uint64_t *p, uint64_t v)
+{
+	__atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+}
 /* Group copy: one thread does it all under emulation. */
 KINET_DEV_FN void kinet_dev_copy_group(int group, void *dst, const void *src, uint64_t n)
 {
@@ -502,6 +506,13 @@ KINET_DEV_FN void kinet_dev_group_sync(int group)
 	else if (group == KINET_DEV_GROUP_BLOCK)
 		__syncthreads();
 }
+/* red.relaxed.sys: an add that returns nothing, so the thread does not
+ * wait a round trip to the peer for the old value (signals). */
+KINET_DEV_FN void kinet_dev_red_add_u64_sys(uint64_t *p, uint64_t v)
+{
+	asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
 /* Copies n bytes with the threads of the group, rank r taking elements r,
  * r + size, ...: consecutive lanes touch consecutive 16-byte words
  * (coalesced).  Four loads are issued before their stores so each thread
