@@ -86,7 +86,11 @@ KINET_DEV_FN int kinet_dev_peer_size_ok(int g, uint64_t size, uint64_t per_threa
 KINET_DEV_FN int kinet_dev_window_find(const struct kinet_dev_window_table *t, uint32_t key, uint64_t addr,
 				       uint64_t len, uint32_t need, uint8_t **ptr)
 {
-	uint32_t n = t->count;
+#if defined(KINET_HOST_EMU)
+	uint32_t n = __atomic_load_n(&t->count, __ATOMIC_RELAXED); /* the host publishes it concurrently */
+#else
+	uint32_t n = t->count; /* any cached value will do: a stale one only misses */
+#endif
 	if (n > KINET_DEV_PEER_WINDOWS)
 		n = KINET_DEV_PEER_WINDOWS;
 	for (uint32_t i = 0; i < n; i += 4) {
