@@ -182,6 +182,14 @@ static void windows_revoke(struct kinet_peer_link *l, int side, const struct kin
 	}
 }
 
+/* The target QP or its context is gone: device code loses every remote
+ * window and the engine fails the QP's operations. */
+static void link_drop_target(struct kinet_peer_link *l)
+{
+	windows_revoke(l, SIDE_REMOTE, NULL);
+	l->target = NULL;
+}
+
 /* ---- attaching a QP ---- */
 
 /* The context of this process holding the QP qp is connected to. */
@@ -284,10 +292,8 @@ void kinet_peer_qp_detach(struct kinet_qp *qp)
 			free(l);
 			continue;
 		}
-		if (l->target == qp->ctx && l->qp->remote.qpn == qp->qpn) {
-			windows_revoke(l, SIDE_REMOTE, NULL);
-			l->target = NULL;
-		}
+		if (l->target == qp->ctx && l->qp->remote.qpn == qp->qpn)
+			link_drop_target(l);
 		p = &l->next;
 	}
 	qp->peer_link = NULL;
@@ -334,12 +340,9 @@ void kinet_peer_mr_revoke(struct kinet_mr *mr)
 void kinet_peer_ctx_remove(struct kinet_ctx *ctx)
 {
 	pthread_mutex_lock(&peer_lock);
-	for (struct kinet_peer_link *l = links; l; l = l->next) {
-		if (l->target != ctx)
-			continue;
-		windows_revoke(l, SIDE_REMOTE, NULL);
-		l->target = NULL;
-	}
+	for (struct kinet_peer_link *l = links; l; l = l->next)
+		if (l->target == ctx)
+			link_drop_target(l);
 	for (size_t i = 0; i < ncontexts; i++) {
 		if (contexts[i] == ctx) {
 			contexts[i] = contexts[--ncontexts];

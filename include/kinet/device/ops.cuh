@@ -751,13 +751,8 @@ KINET_DEV_FN int kinet_dev_fence_g(int g, struct kinet_dev_qp *qp, uint64_t *tic
 		 * in flight need the fenced NOP. */
 		int st = 0;
 		uint64_t ready = 0;
-		if (kinet_dev_group_rank(g) == 0) {
-			int scope = kinet_dev_qp_scope(qp);
-			ready = kinet_dev_scoped_load_acquire_u64(scope, &qp->sq_ready);
-			st = kinet_dev_scoped_load_acquire_u64(scope, &qp->sq_done) >= ready
-				     ? 0
-				     : KINET_DEV_PEER_MISS;
-		}
+		if (kinet_dev_group_rank(g) == 0)
+			st = kinet_dev_peer_sq_idle(qp, &ready) ? 0 : KINET_DEV_PEER_MISS;
 		kinet_dev_group_bcast(g, &st, &ready);
 		if (st != KINET_DEV_PEER_MISS)
 			return kinet_dev_peer_done(st, ready, ticket);

@@ -110,47 +110,63 @@ KINET_DEV_FN int kinet_dev_window_find(const struct kinet_dev_window_table *t, u
 	return KINET_DEV_PEER_MISS;
 }
 
+/* 1 when every WQE committed on the QP is complete; *ready: the commit
+ * index (a peer operation's ticket). */
+KINET_DEV_FN int kinet_dev_peer_sq_idle(struct kinet_dev_qp *qp, uint64_t *ready)
+{
+	int scope = kinet_dev_qp_scope(qp);
+	*ready = kinet_dev_scoped_load_acquire_u64(scope, &qp->sq_ready);
+	return kinet_dev_scoped_load_acquire_u64(scope, &qp->sq_done) >= *ready;
+}
+
 /* Earlier WQEs of the QP complete (in order) before a peer operation runs:
  * 0 with *ticket = the commit index, or EIO / ETIMEDOUT as their wait. */
 KINET_DEV_FN int kinet_dev_peer_drain(struct kinet_dev_qp *qp, uint64_t *ticket)
 {
-	int scope = kinet_dev_qp_scope(qp);
-	if (kinet_dev_scoped_load_acquire_u32(scope, &qp->sq_error))
+	if (kinet_dev_scoped_load_acquire_u32(kinet_dev_qp_scope(qp), &qp->sq_error))
 		return EIO;
-	uint64_t ready = kinet_dev_scoped_load_acquire_u64(scope, &qp->sq_ready);
-	*ticket = ready;
-	if (kinet_dev_scoped_load_acquire_u64(scope, &qp->sq_done) >= ready)
+	if (kinet_dev_peer_sq_idle(qp, ticket))
 		return 0;
-	return kinet_dev_sq_wait(qp, ready);
+	return kinet_dev_sq_wait(qp, *ticket);
 }
 
-/* Rank 0 resolves both ends and drains; the group gets its decision, so a
- * key revoked while the group looks cannot split it.  *l, *r: local and
- * remote pointers (l may be skipped with lneed = ~0u). */
-KINET_DEV_FN int kinet_dev_peer_resolve(int g, struct kinet_dev_qp *qp, uint32_t lkey, uint64_t laddr,
-					uint64_t llen, uint32_t lneed, uint32_t rkey, uint64_t raddr,
-					uint64_t rlen, uint32_t rneed, uint8_t **l, uint8_t **r,
+/* One window a peer operation needs: which table, key, range and right. */
+struct kinet_dev_peer_need {
+	int remote; /* 1: the target's table (rkey), 0: the initiator's (lkey) */
+	uint32_t key;
+	uint64_t addr;
+	uint64_t len;
+	uint32_t right;
+};
+
+#define KINET_DEV_PEER_MAX_NEEDS 3
+
+/* Rank 0 looks up each of the n needs and, when all are met, drains the
+ * send queue once; the group gets its decision and the device pointers
+ * (ptr[i] for need[i]), so a key revoked while the group looks cannot
+ * split it. */
+KINET_DEV_FN int kinet_dev_peer_resolve(int g, struct kinet_dev_qp *qp,
+					const struct kinet_dev_peer_need *need, int n, uint8_t **ptr,
 					uint64_t *ticket)
 {
-	int st = 0, st2 = 0;
-	uint64_t lp = laddr, rp = 0, tk = 0;
+	int st = 0, unused = 0;
+	uint64_t p[KINET_DEV_PEER_MAX_NEEDS] = {0, 0, 0}, tk = 0;
 	if (kinet_dev_group_rank(g) == 0) {
-		const struct kinet_dev_peer *p = qp->peer;
-		uint8_t *lx = NULL, *rx = NULL;
-		st = kinet_dev_window_find(&p->remote, rkey, raddr, rlen, rneed, &rx);
-		if (!st && lneed != ~0u)
-			st = kinet_dev_window_find(&p->local, lkey, laddr, llen, lneed, &lx);
+		for (int i = 0; i < n && !st; i++) {
+			const struct kinet_dev_peer_need *x = &need[i];
+			uint8_t *w = NULL;
+			st = kinet_dev_window_find(x->remote ? &qp->peer->remote : &qp->peer->local, x->key,
+						   x->addr, x->len, x->right, &w);
+			p[i] = (uint64_t)(uintptr_t)w;
+		}
 		if (!st)
 			st = kinet_dev_peer_drain(qp, &tk);
-		if (lneed != ~0u)
-			lp = (uint64_t)(uintptr_t)lx;
-		rp = (uint64_t)(uintptr_t)rx;
 	}
-	kinet_dev_group_bcast(g, &st, &rp);
-	kinet_dev_group_bcast(g, &st2, &lp);
-	kinet_dev_group_bcast(g, &st2, &tk);
-	*l = (uint8_t *)(uintptr_t)lp;
-	*r = (uint8_t *)(uintptr_t)rp;
+	kinet_dev_group_bcast(g, &st, &tk);
+	for (int i = 0; i < n; i++) {
+		kinet_dev_group_bcast(g, &unused, &p[i]);
+		ptr[i] = (uint8_t *)(uintptr_t)p[i];
+	}
 	*ticket = tk;
 	return st;
 }
@@ -167,14 +183,17 @@ KINET_DEV_FN int kinet_dev_peer_done(int st, uint64_t tk, uint64_t *ticket)
 KINET_DEV_FN int kinet_dev_peer_put_g(int g, struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey,
 				      uint64_t raddr, uint32_t rkey, uint64_t size, uint64_t *ticket)
 {
-	uint8_t *src, *dst;
-	uint64_t tk;
 	if (!size || !kinet_dev_peer_size_ok(g, size, KINET_DEV_PEER_PUT_BYTES_PER_THREAD))
 		return KINET_DEV_PEER_MISS;
-	int st = kinet_dev_peer_resolve(g, qp, lkey, (uint64_t)(uintptr_t)laddr, size, 0, rkey, raddr, size,
-					KINET_ACCESS_REMOTE_WRITE, &src, &dst, &tk);
+	const struct kinet_dev_peer_need need[2] = {
+		{1, rkey, raddr, size, KINET_ACCESS_REMOTE_WRITE},
+		{0, lkey, (uint64_t)(uintptr_t)laddr, size, 0},
+	};
+	uint8_t *ptr[2];
+	uint64_t tk;
+	int st = kinet_dev_peer_resolve(g, qp, need, 2, ptr, &tk);
 	if (!st)
-		kinet_dev_copy_group(g, dst, src, size);
+		kinet_dev_copy_group(g, ptr[0], ptr[1], size);
 	return kinet_dev_peer_done(st, tk, ticket);
 }
 
@@ -182,12 +201,12 @@ KINET_DEV_FN int kinet_dev_peer_put_g(int g, struct kinet_dev_qp *qp, const void
 KINET_DEV_FN int kinet_dev_peer_put_inline_g(int g, struct kinet_dev_qp *qp, const void *data, uint32_t size,
 					     uint64_t raddr, uint32_t rkey, uint64_t *ticket)
 {
-	uint8_t *src, *dst;
-	uint64_t tk;
 	if (!size)
 		return KINET_DEV_PEER_MISS;
-	int st = kinet_dev_peer_resolve(g, qp, 0, (uint64_t)(uintptr_t)data, size, ~0u, rkey, raddr, size,
-					KINET_ACCESS_REMOTE_WRITE, &src, &dst, &tk);
+	const struct kinet_dev_peer_need need = {1, rkey, raddr, size, KINET_ACCESS_REMOTE_WRITE};
+	uint8_t *dst;
+	uint64_t tk;
+	int st = kinet_dev_peer_resolve(g, qp, &need, 1, &dst, &tk);
 	if (!st && kinet_dev_group_rank(g) == 0) {
 		if (size == 8 && ((((uintptr_t)dst | (uintptr_t)data) & 7) == 0))
 			*(volatile uint64_t *)dst = *(const uint64_t *)data;
@@ -202,15 +221,17 @@ KINET_DEV_FN int kinet_dev_peer_put_inline_g(int g, struct kinet_dev_qp *qp, con
 KINET_DEV_FN int kinet_dev_peer_get_g(int g, struct kinet_dev_qp *qp, void *laddr, uint32_t lkey,
 				      uint64_t raddr, uint32_t rkey, uint64_t size, uint64_t *ticket)
 {
-	uint8_t *dst, *src;
-	uint64_t tk;
 	if (!size || !kinet_dev_peer_size_ok(g, size, KINET_DEV_PEER_GET_BYTES_PER_THREAD))
 		return KINET_DEV_PEER_MISS;
-	int st = kinet_dev_peer_resolve(g, qp, lkey, (uint64_t)(uintptr_t)laddr, size,
-					KINET_ACCESS_LOCAL_WRITE, rkey, raddr, size, KINET_ACCESS_REMOTE_READ,
-					&dst, &src, &tk);
+	const struct kinet_dev_peer_need need[2] = {
+		{1, rkey, raddr, size, KINET_ACCESS_REMOTE_READ},
+		{0, lkey, (uint64_t)(uintptr_t)laddr, size, KINET_ACCESS_LOCAL_WRITE},
+	};
+	uint8_t *ptr[2];
+	uint64_t tk;
+	int st = kinet_dev_peer_resolve(g, qp, need, 2, ptr, &tk);
 	if (!st) {
-		kinet_dev_copy_group(g, dst, src, size);
+		kinet_dev_copy_group(g, ptr[1], ptr[0], size);
 		kinet_dev_group_sync(g);
 	}
 	return kinet_dev_peer_done(st, tk, ticket);
@@ -223,18 +244,21 @@ KINET_DEV_FN int kinet_dev_peer_atomic_g(int g, struct kinet_dev_qp *qp, int cas
 					 uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t compare_add,
 					 uint64_t swap, uint64_t *ticket)
 {
-	uint8_t *res, *dst;
-	uint64_t tk;
 	if ((raddr & 7) || ((uintptr_t)result & 7))
 		return KINET_DEV_PEER_MISS;
-	int st = kinet_dev_peer_resolve(g, qp, lkey, (uint64_t)(uintptr_t)result, 8, KINET_ACCESS_LOCAL_WRITE,
-					rkey, raddr, 8, KINET_ACCESS_REMOTE_ATOMIC, &res, &dst, &tk);
+	const struct kinet_dev_peer_need need[2] = {
+		{1, rkey, raddr, 8, KINET_ACCESS_REMOTE_ATOMIC},
+		{0, lkey, (uint64_t)(uintptr_t)result, 8, KINET_ACCESS_LOCAL_WRITE},
+	};
+	uint8_t *ptr[2];
+	uint64_t tk;
+	int st = kinet_dev_peer_resolve(g, qp, need, 2, ptr, &tk);
 	if (!st) {
 		if (kinet_dev_group_rank(g) == 0) {
-			uint64_t *w = (uint64_t *)(void *)dst;
+			uint64_t *w = (uint64_t *)(void *)ptr[0];
 			uint64_t old = cas ? kinet_dev_atomic_cas_u64_sys(w, compare_add, swap)
 					   : kinet_dev_atomic_add_u64_sys(w, compare_add);
-			*(uint64_t *)(void *)res = old;
+			*(uint64_t *)(void *)ptr[1] = old;
 		}
 		kinet_dev_group_sync(g);
 	}
@@ -248,23 +272,24 @@ KINET_DEV_FN int kinet_dev_peer_put_signal_g(int g, struct kinet_dev_qp *qp, con
 					     uint64_t raddr, uint32_t rkey, uint64_t size, uint64_t sig_raddr,
 					     uint32_t sig_rkey, uint64_t add, uint64_t *ticket)
 {
-	uint8_t *src = NULL, *dst = NULL, *sig, *unused;
-	uint64_t tk;
 	if ((sig_raddr & 7) || !kinet_dev_peer_size_ok(g, size, KINET_DEV_PEER_PUT_BYTES_PER_THREAD))
 		return KINET_DEV_PEER_MISS;
-	int st = kinet_dev_peer_resolve(g, qp, 0, 0, 0, ~0u, sig_rkey, sig_raddr, 8,
-					KINET_ACCESS_REMOTE_ATOMIC, &unused, &sig, &tk);
-	if (!st && size)
-		st = kinet_dev_peer_resolve(g, qp, lkey, (uint64_t)(uintptr_t)laddr, size, 0, rkey, raddr,
-					    size, KINET_ACCESS_REMOTE_WRITE, &src, &dst, &tk);
+	const struct kinet_dev_peer_need need[3] = {
+		{1, sig_rkey, sig_raddr, 8, KINET_ACCESS_REMOTE_ATOMIC},
+		{1, rkey, raddr, size, KINET_ACCESS_REMOTE_WRITE},
+		{0, lkey, (uint64_t)(uintptr_t)laddr, size, 0},
+	};
+	uint8_t *ptr[3];
+	uint64_t tk;
+	int st = kinet_dev_peer_resolve(g, qp, need, size ? 3 : 1, ptr, &tk);
 	if (st)
 		return kinet_dev_peer_done(st, tk, ticket);
 	if (size)
-		kinet_dev_copy_group(g, dst, src, size);
+		kinet_dev_copy_group(g, ptr[1], ptr[2], size);
 	kinet_dev_group_sync(g);
 	if (kinet_dev_group_rank(g) == 0) {
 		kinet_dev_fence_sys();
-		kinet_dev_red_add_u64_sys((uint64_t *)(void *)sig, add);
+		kinet_dev_red_add_u64_sys((uint64_t *)(void *)ptr[0], add);
 	}
 	return kinet_dev_peer_done(0, tk, ticket);
 }
