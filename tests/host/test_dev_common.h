@@ -216,6 +216,29 @@ static inline void kd_buf_free(struct kd_buf *b)
 	memset(b, 0, sizeof(*b));
 }
 
+/* A pair with a registered buffer of len bytes in each side's context
+ * (a: QP 0's, b: QP 1's); kd_pair_bufs_destroy frees all of it. */
+static inline int kd_pair_bufs_create(struct kd_pair *p, const struct kd_opts *o, struct kd_buf *a,
+				      struct kd_buf *b, size_t len)
+{
+	memset(a, 0, sizeof(*a));
+	memset(b, 0, sizeof(*b));
+	int rc = kd_pair_create(p, o);
+	if (rc)
+		return rc;
+	rc = kd_buf_alloc(p->ctx[0], a, len);
+	if (!rc)
+		rc = kd_buf_alloc(p->ctx[1], b, len);
+	return rc;
+}
+
+static inline void kd_pair_bufs_destroy(struct kd_pair *p, struct kd_buf *a, struct kd_buf *b)
+{
+	kd_buf_free(a);
+	kd_buf_free(b);
+	kd_pair_destroy(p);
+}
+
 static inline uint64_t kd_addr(const struct kd_buf *b, size_t off)
 {
 	return (uint64_t)(uintptr_t)(b->p + off);

@@ -19,22 +19,15 @@ static int fx_open(struct fx *f, enum kinet_db_mode mode)
 	kd_opts_init(&o);
 	o.db_mode = mode;
 	o.sq_depth = 32;
-	int rc = kd_pair_create(&f->p, &o);
-	if (rc)
-		return rc;
+	int rc = kd_pair_bufs_create(&f->p, &o, &f->a, &f->b, BUF);
 	f->d = f->p.s[0].d;
 	f->t = f->p.s[1].d;
-	rc = kd_buf_alloc(f->p.ctx[0], &f->a, BUF);
-	if (!rc)
-		rc = kd_buf_alloc(f->p.ctx[1], &f->b, BUF);
 	return rc;
 }
 
 static void fx_close(struct fx *f)
 {
-	kd_buf_free(&f->a);
-	kd_buf_free(&f->b);
-	kd_pair_destroy(&f->p);
+	kd_pair_bufs_destroy(&f->p, &f->a, &f->b);
 }
 
 /* The forms as function pointers, to run each case three times. */

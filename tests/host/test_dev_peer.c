@@ -28,22 +28,16 @@ static int fx_open(struct fx *f, const char *p2p, uint32_t timeout_ms, enum kine
 	o.timeout_ms = timeout_ms;
 	o.sharing = sharing;
 	memset(f, 0, sizeof(*f));
-	/* Regions first: the window tables are built at export. */
-	rc = kd_pair_create(&f->p, &o);
-	if (rc)
-		return rc;
+	/* The buffers are registered after export: their windows come from
+	 * registration, not from the table built at attach. */
+	rc = kd_pair_bufs_create(&f->p, &o, &f->a, &f->b, BUF);
 	f->d = f->p.s[0].d;
-	rc = kd_buf_alloc(f->p.ctx[0], &f->a, BUF);
-	if (!rc)
-		rc = kd_buf_alloc(f->p.ctx[1], &f->b, BUF);
 	return rc;
 }
 
 static void fx_close(struct fx *f)
 {
-	kd_buf_free(&f->a);
-	kd_buf_free(&f->b);
-	kd_pair_destroy(&f->p);
+	kd_pair_bufs_destroy(&f->p, &f->a, &f->b);
 	unsetenv("KINET_P2P");
 }
 
