@@ -271,6 +271,17 @@ void kinet_peer_qp_detach(struct kinet_qp *qp);
 void kinet_peer_mr_added(struct kinet_mr *mr);
 /* Zeroes mr's window keys everywhere before deregistration completes. */
 void kinet_peer_mr_revoke(struct kinet_mr *mr);
+/* The window through which viewer's device code reaches a region of this
+ * process, or false when it cannot. */
+bool kinet_peer_window_in_process(const struct kinet_ctx *viewer, uint64_t addr, uint64_t length,
+				  uint32_t access, enum kinet_mem_type type, int cuda_device,
+				  struct kinet_dev_window *w);
+/* Remote windows of a QP whose transport delivers them (peer_hello): added
+ * by key, revoked by key (0: all, and the QP leaves the peer path), and the
+ * first table complete (ok) or refused. */
+void kinet_peer_remote_window_add(struct kinet_qp *qp, uint32_t key, const struct kinet_dev_window *w);
+void kinet_peer_remote_window_revoke(struct kinet_qp *qp, uint32_t key);
+void kinet_peer_remote_ready(struct kinet_qp *qp, bool ok);
 /* 0 once device `from` can access device `to`'s memory (peer access
  * enabled), else -ENODEV (cuda.c). */
 int kinet_cuda_peer_access(int from, int to);
@@ -362,6 +373,10 @@ struct kinet_transport_ops {
 	 * QP's registration table read-locked throughout the batch), so a
 	 * transport may keep per-batch state such as a looked-up target. */
 	void (*batch_end)(struct kinet_qp *qp);
+	/* Optional: asks the target for its memory windows (peer path across
+	 * processes of one host); the answers come through
+	 * kinet_peer_remote_*.  0 once asked. */
+	int (*peer_hello)(struct kinet_qp *qp);
 };
 
 extern const struct kinet_transport_ops kinet_transport_local;

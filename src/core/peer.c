@@ -24,26 +24,37 @@
  *    devices with peer access (cudaDeviceCanAccessPeer, enabled here);
  *  - both host-only (host emulation): with KINET_P2P=force only, so the
  *    engine keeps being what host-only programs and their tests exercise;
- *  - anything else (another process, a host-only context beside a CUDA
- *    one) keeps the engine path; force makes that an error.
+ *  - a QP over the node transport (a context of another process of this
+ *    host, or a forced node transport within this one): the target sends
+ *    its windows in messages (src/transport/node_peer.c), GPU memory of
+ *    another process mapped through CUDA IPC; attach waits up to the QP's
+ *    timeout for the first table;
+ *  - anything else (ofi, a host-only context beside a CUDA one, host
+ *    memory of another process) keeps the engine path; force makes a QP
+ *    without a link an error.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+#include "transport/remote.h"
 
 enum p2p_mode { P2P_OFF, P2P_AUTO, P2P_FORCE };
 
 struct kinet_peer_link {
-	struct kinet_qp *qp;	    /* initiator; the link lives as long as it */
-	struct kinet_ctx *target;   /* NULL once that context closed */
-	struct kinet_dev_peer *dev; /* device copy (qp->ctx memory) */
-	struct kinet_mr *slot_mr[2][KINET_DEV_PEER_WINDOWS];
+	struct kinet_qp *qp;			      /* initiator; the link lives as long as it */
+	struct kinet_ctx *target;		      /* in-process: NULL once that context closed */
+	bool by_transport;			      /* remote windows come from the node transport */
+	atomic_int remote_state;		      /* by_transport: REMOTE_PENDING, _READY or _REFUSED */
+	struct kinet_dev_peer *dev;		      /* device copy (qp->ctx memory) */
+	uint32_t slot_key[2][KINET_DEV_PEER_WINDOWS]; /* 0: free or revoked */
 	uint32_t count[2];
 	bool full_logged;
 	struct kinet_peer_link *next;
 };
+
+enum { REMOTE_PENDING = 0, REMOTE_READY = 1, REMOTE_REFUSED = -1 };
 
 enum { SIDE_LOCAL = 0, SIDE_REMOTE = 1 };
 
@@ -108,57 +119,67 @@ static void table_publish(struct kinet_peer_link *l, uint32_t *field, uint32_t v
 		table_write(l, field, &v, sizeof(v));
 }
 
-/* The window through which the viewer context's device code reaches mr,
- * or false when it cannot. */
-static bool window_of(const struct kinet_ctx *viewer, const struct kinet_mr *mr, struct kinet_dev_window *w)
+bool kinet_peer_window_in_process(const struct kinet_ctx *viewer, uint64_t addr, uint64_t length,
+				  uint32_t access, enum kinet_mem_type type, int cuda_device,
+				  struct kinet_dev_window *w)
 {
 	memset(w, 0, sizeof(*w));
-	w->addr = mr->addr;
-	w->length = mr->length;
-	w->access = mr->access;
+	w->addr = addr;
+	w->length = length;
+	w->access = access;
 	if (viewer->cuda_device < 0)
-		return mr->type == KINET_MEM_HOST;
-	if (mr->type == KINET_MEM_CUDA)
-		return mr->cuda_device == viewer->cuda_device ||
-		       kinet_cuda_peer_access(viewer->cuda_device, mr->cuda_device) == 0;
+		return type == KINET_MEM_HOST;
+	if (type == KINET_MEM_CUDA)
+		return cuda_device == viewer->cuda_device ||
+		       kinet_cuda_peer_access(viewer->cuda_device, cuda_device) == 0;
 	/* Pinned, mapped host memory only; atomics over PCIe to host memory
 	 * are not assumed, so those go to the engine (CPU atomics). */
-	if (kinet_cuda_host_mapping((const void *)(uintptr_t)mr->addr, &w->delta))
+	if (kinet_cuda_host_mapping((const void *)(uintptr_t)addr, &w->delta))
 		return false;
 	w->access &= ~(uint32_t)KINET_ACCESS_REMOTE_ATOMIC;
 	return true;
 }
 
-/* Adds mr to one side of the link unless it is there; peer_lock held. */
-static void window_add(struct kinet_peer_link *l, int side, struct kinet_mr *mr)
+static bool window_of(const struct kinet_ctx *viewer, const struct kinet_mr *mr, struct kinet_dev_window *w)
+{
+	return kinet_peer_window_in_process(viewer, mr->addr, mr->length, mr->access, mr->type,
+					    mr->cuda_device, w);
+}
+
+/* Adds the window keyed key to one side of the link unless a live slot
+ * has that key; peer_lock held. */
+static void window_put(struct kinet_peer_link *l, int side, uint32_t key, const struct kinet_dev_window *w)
 {
 	struct kinet_dev_window_table *t = side == SIDE_LOCAL ? &l->dev->local : &l->dev->remote;
-	struct kinet_dev_window w;
 	uint32_t slot = l->count[side];
 
-	if (atomic_load(&mr->revoked))
-		return;
 	for (uint32_t i = 0; i < slot; i++)
-		if (l->slot_mr[side][i] == mr)
+		if (l->slot_key[side][i] == key)
 			return;
-	if (!window_of(l->qp->ctx, mr, &w))
-		return;
 	if (slot == KINET_DEV_PEER_WINDOWS) {
 		if (!l->full_logged)
 			KINET_INFO("qp %u: peer window table full (%u per side): region %#x and later ones "
 				   "take the engine path",
-				   l->qp->qpn, KINET_DEV_PEER_WINDOWS, mr->key);
+				   l->qp->qpn, KINET_DEV_PEER_WINDOWS, key);
 		l->full_logged = true;
 		return;
 	}
 	/* Fields, then the key, then the count: a reader that finds the key
 	 * finds the fields (slots are written once). */
-	if (table_write(l, &t->win[slot], &w, sizeof(w)))
+	if (table_write(l, &t->win[slot], w, sizeof(*w)))
 		return;
-	table_publish(l, &t->key[slot], mr->key);
-	l->slot_mr[side][slot] = mr;
+	table_publish(l, &t->key[slot], key);
+	l->slot_key[side][slot] = key;
 	l->count[side] = slot + 1;
 	table_publish(l, &t->count, slot + 1);
+}
+
+static void window_add(struct kinet_peer_link *l, int side, struct kinet_mr *mr)
+{
+	struct kinet_dev_window w;
+
+	if (!atomic_load(&mr->revoked) && window_of(l->qp->ctx, mr, &w))
+		window_put(l, side, mr->key, &w);
 }
 
 static void windows_add_all(struct kinet_peer_link *l, int side, struct kinet_ctx *owner)
@@ -170,15 +191,16 @@ static void windows_add_all(struct kinet_peer_link *l, int side, struct kinet_ct
 	kinet_mr_table_unlock(owner);
 }
 
-static void windows_revoke(struct kinet_peer_link *l, int side, const struct kinet_mr *only)
+/* Zeroes the keys of the side's live windows keyed key (0: all). */
+static void windows_revoke(struct kinet_peer_link *l, int side, uint32_t key)
 {
 	struct kinet_dev_window_table *t = side == SIDE_LOCAL ? &l->dev->local : &l->dev->remote;
 
 	for (uint32_t i = 0; i < l->count[side]; i++) {
-		if (!l->slot_mr[side][i] || (only && l->slot_mr[side][i] != only))
+		if (!l->slot_key[side][i] || (key && l->slot_key[side][i] != key))
 			continue;
 		table_publish(l, &t->key[i], 0);
-		l->slot_mr[side][i] = NULL;
+		l->slot_key[side][i] = 0;
 	}
 }
 
@@ -186,7 +208,7 @@ static void windows_revoke(struct kinet_peer_link *l, int side, const struct kin
  * window and the engine fails the QP's operations. */
 static void link_drop_target(struct kinet_peer_link *l)
 {
-	windows_revoke(l, SIDE_REMOTE, NULL);
+	windows_revoke(l, SIDE_REMOTE, 0);
 	l->target = NULL;
 }
 
@@ -217,12 +239,70 @@ static const char *unreachable(const struct kinet_qp *qp, const struct kinet_ctx
 	return NULL;
 }
 
+/* Why qp keeps the engine path, or NULL.  Over the local transport the
+ * target context is found here (*target); over a transport that delivers
+ * windows (node: another process of this host, or a forced node transport
+ * within this one) the remote side is known only from its answers. */
+static const char *reach(const struct kinet_qp *qp, enum p2p_mode mode, struct kinet_ctx **target)
+{
+	*target = NULL;
+	if (qp->transport == &kinet_transport_local) {
+		*target = target_of(qp);
+		return *target ? unreachable(qp, *target, mode)
+			       : "the peer QP is not in an open context of this process";
+	}
+	if (!qp->transport || !qp->transport->peer_hello)
+		return "the peer is reached over the network";
+	if (qp->ctx->cuda_device >= 0)
+		return NULL;
+	if (qp->remote.node_id != qp->ctx->node_id)
+		return "host memory of another process cannot be mapped";
+	return mode == P2P_FORCE ? NULL : "host-only contexts use the engine unless KINET_P2P=force";
+}
+
+static int refuse(const struct kinet_qp *qp, enum p2p_mode mode, const char *why)
+{
+	if (mode == P2P_FORCE) {
+		KINET_ERR("qp %u: KINET_P2P=force but QP %u cannot be reached by device loads and stores: %s",
+			  qp->qpn, qp->remote.qpn, why);
+		return -EHOSTUNREACH;
+	}
+	KINET_INFO("qp %u: engine path to QP %u: %s", qp->qpn, qp->remote.qpn, why);
+	return 0;
+}
+
+/* Asks the transport for the target's windows and waits, up to the QP's
+ * timeout, for the first table.  Without it the QP keeps the engine path
+ * (windows arriving later still switch it). */
+static int attach_by_transport(struct kinet_qp *qp, struct kinet_peer_link *l, enum p2p_mode mode)
+{
+	uint64_t deadline = kinet_now_ns() + (uint64_t)qp->attr.timeout_ms * 1000000ull;
+	int rc = qp->transport->peer_hello(qp);
+	int st = REMOTE_PENDING;
+
+	while (!rc && (st = atomic_load(&l->remote_state)) == REMOTE_PENDING && kinet_now_ns() < deadline) {
+		struct timespec ts = {0, 100000};
+
+		nanosleep(&ts, NULL);
+	}
+	if (st == REMOTE_READY) {
+		KINET_INFO("qp %u: peer path to QP %u of process %016llx (%u local, %u remote windows)",
+			   qp->qpn, qp->remote.qpn, (unsigned long long)qp->remote.node_id,
+			   l->count[SIDE_LOCAL], l->count[SIDE_REMOTE]);
+		return 0;
+	}
+	return refuse(qp, mode,
+		      rc		     ? "the windows could not be asked for"
+		      : st == REMOTE_REFUSED ? "the target refused (no such QP, or its context is closing)"
+					     : "the target's windows did not arrive within the QP's timeout");
+}
+
 int kinet_peer_qp_attach(struct kinet_qp *qp)
 {
 	enum p2p_mode mode = p2p_mode();
 	struct kinet_ctx *target;
-	struct kinet_peer_link *l;
-	const char *why = NULL;
+	struct kinet_peer_link *l = NULL;
+	const char *why;
 	int ret = 0;
 
 	if (mode == P2P_OFF || atomic_load(&qp->state) != KINET_QPS_RTS || !qp->dev)
@@ -230,22 +310,9 @@ int kinet_peer_qp_attach(struct kinet_qp *qp)
 	pthread_mutex_lock(&peer_lock);
 	if (qp->peer_link)
 		goto out;
-	target = target_of(qp);
-	if (!target)
-		why = qp->remote.node_id != qp->ctx->node_id
-			      ? "the peer QP is in another process (the peer path is within one process)"
-			      : "the peer QP is not in an open context of this process";
-	else
-		why = unreachable(qp, target, mode);
+	why = reach(qp, mode, &target);
 	if (why) {
-		if (mode == P2P_FORCE) {
-			KINET_ERR("qp %u: KINET_P2P=force but QP %u cannot be reached by device loads and "
-				  "stores: %s",
-				  qp->qpn, qp->remote.qpn, why);
-			ret = -EHOSTUNREACH;
-		} else {
-			KINET_INFO("qp %u: engine path to QP %u: %s", qp->qpn, qp->remote.qpn, why);
-		}
+		ret = refuse(qp, mode, why);
 		goto out;
 	}
 	l = calloc(1, sizeof(*l));
@@ -253,27 +320,36 @@ int kinet_peer_qp_attach(struct kinet_qp *qp)
 		l->dev = kinet_dev_alloc(qp->ctx, sizeof(*l->dev));
 	if (!l || !l->dev) {
 		free(l);
+		l = NULL;
 		ret = -ENOMEM;
 		goto out;
 	}
 	l->qp = qp;
 	l->target = target;
+	l->by_transport = !target;
 	windows_add_all(l, SIDE_LOCAL, qp->ctx);
-	windows_add_all(l, SIDE_REMOTE, target);
+	if (target)
+		windows_add_all(l, SIDE_REMOTE, target);
 	/* The descriptor's pointer last: device code sees a complete table. */
 	ret = kinet_dev_copy_in(qp->ctx, &qp->dev->peer, &l->dev, sizeof(l->dev));
 	if (ret) {
 		kinet_dev_free(qp->ctx, l->dev);
 		free(l);
+		l = NULL;
 		goto out;
 	}
 	l->next = links;
 	links = l;
 	qp->peer_link = l;
-	KINET_INFO("qp %u: peer path to QP %u (%u local, %u remote windows)", qp->qpn, qp->remote.qpn,
-		   l->count[SIDE_LOCAL], l->count[SIDE_REMOTE]);
+	if (target)
+		KINET_INFO("qp %u: peer path to QP %u (%u local, %u remote windows)", qp->qpn, qp->remote.qpn,
+			   l->count[SIDE_LOCAL], l->count[SIDE_REMOTE]);
 out:
 	pthread_mutex_unlock(&peer_lock);
+	/* Outside the lock: the answers are applied by this context's engine,
+	 * through the functions below. */
+	if (!ret && l && l->by_transport)
+		ret = attach_by_transport(qp, l, mode);
 	return ret;
 }
 
@@ -298,11 +374,45 @@ void kinet_peer_qp_detach(struct kinet_qp *qp)
 	}
 	qp->peer_link = NULL;
 	pthread_mutex_unlock(&peer_lock);
+	kinet_remote_peer_withdraw(qp->ctx, qp);
 }
 
 enum kinet_qp_path kinet_qp_path(const struct kinet_qp *qp)
 {
-	return qp && qp->peer_link ? KINET_QP_PATH_PEER : KINET_QP_PATH_ENGINE;
+	const struct kinet_peer_link *l = qp ? qp->peer_link : NULL;
+
+	return l && (!l->by_transport || atomic_load(&l->remote_state) == REMOTE_READY)
+		       ? KINET_QP_PATH_PEER
+		       : KINET_QP_PATH_ENGINE;
+}
+
+/* ---- windows delivered by a transport (node_peer.c, engine thread 0) ---- */
+
+void kinet_peer_remote_window_add(struct kinet_qp *qp, uint32_t key, const struct kinet_dev_window *w)
+{
+	pthread_mutex_lock(&peer_lock);
+	if (qp->peer_link && qp->peer_link->by_transport && key)
+		window_put(qp->peer_link, SIDE_REMOTE, key, w);
+	pthread_mutex_unlock(&peer_lock);
+}
+
+void kinet_peer_remote_window_revoke(struct kinet_qp *qp, uint32_t key)
+{
+	pthread_mutex_lock(&peer_lock);
+	if (qp->peer_link && qp->peer_link->by_transport) {
+		windows_revoke(qp->peer_link, SIDE_REMOTE, key);
+		if (!key)
+			atomic_store(&qp->peer_link->remote_state, REMOTE_REFUSED);
+	}
+	pthread_mutex_unlock(&peer_lock);
+}
+
+void kinet_peer_remote_ready(struct kinet_qp *qp, bool ok)
+{
+	pthread_mutex_lock(&peer_lock);
+	if (qp->peer_link && qp->peer_link->by_transport)
+		atomic_store(&qp->peer_link->remote_state, ok ? REMOTE_READY : REMOTE_REFUSED);
+	pthread_mutex_unlock(&peer_lock);
 }
 
 const char *kinet_qp_path_name(enum kinet_qp_path path)
@@ -322,6 +432,7 @@ void kinet_peer_mr_added(struct kinet_mr *mr)
 			window_add(l, SIDE_REMOTE, mr);
 	}
 	pthread_mutex_unlock(&peer_lock);
+	kinet_remote_peer_publish(mr, true);
 }
 
 void kinet_peer_mr_revoke(struct kinet_mr *mr)
@@ -330,15 +441,17 @@ void kinet_peer_mr_revoke(struct kinet_mr *mr)
 	pthread_mutex_lock(&peer_lock);
 	for (struct kinet_peer_link *l = links; l; l = l->next) {
 		if (l->qp->ctx == mr->ctx)
-			windows_revoke(l, SIDE_LOCAL, mr);
+			windows_revoke(l, SIDE_LOCAL, mr->key);
 		if (l->target == mr->ctx)
-			windows_revoke(l, SIDE_REMOTE, mr);
+			windows_revoke(l, SIDE_REMOTE, mr->key);
 	}
 	pthread_mutex_unlock(&peer_lock);
+	kinet_remote_peer_publish(mr, false);
 }
 
 void kinet_peer_ctx_remove(struct kinet_ctx *ctx)
 {
+	kinet_remote_peer_withdraw(ctx, NULL);
 	pthread_mutex_lock(&peer_lock);
 	for (struct kinet_peer_link *l = links; l; l = l->next)
 		if (l->target == ctx)

@@ -94,8 +94,8 @@ static int alloc_range(const void *ptr, uint64_t *base, uint64_t *size)
 	return 0;
 }
 
-/* The IPC export of mr's allocation, made once. */
-static bool mr_export(struct kinet_mr *mr)
+/* The IPC export of mr's allocation, made once (rs->lock held). */
+bool rp_ipc_export(struct kinet_mr *mr)
 {
 	cudaIpcMemHandle_t h;
 	uint64_t base, size;
@@ -176,7 +176,7 @@ static void unmap_all(struct rp_state *rs)
 
 #else /* !KINET_HAVE_CUDA */
 
-static bool mr_export(struct kinet_mr *mr)
+bool rp_ipc_export(struct kinet_mr *mr)
 {
 	(void)mr;
 	return false;
@@ -258,7 +258,7 @@ bool rp_ipc_prepare(struct rp_state *rs, struct rp_qp *p, const struct kinet_op 
 		return false;
 	}
 	if (p->car != &rs->car[RP_NODE] || op->inline_data || op->nsge != 1 || !op->length ||
-	    g->type != KINET_MEM_CUDA || !ipc_enabled(rs) || !mr_export(g->mr))
+	    g->type != KINET_MEM_CUDA || !ipc_enabled(rs) || !rp_ipc_export(g->mr))
 		return false;
 	for (e = p->ipc; e; e = e->next)
 		if (!memcmp(e->handle, g->mr->ipc_handle, sizeof(e->handle)))
@@ -314,7 +314,7 @@ void rp_ipc_qp_free(struct rp_qp *p)
 /* The mapping of a requester's allocation, opened on first use.  Keyed by
  * the handle alone (it names one allocation of one process on the host):
  * an allocation is mapped once, whoever names it. */
-static struct rp_ipc_map *map_get(struct rp_state *rs, uint64_t src_node, const struct rp_ipc *ipc)
+struct rp_ipc_map *rp_ipc_map_get(struct rp_state *rs, uint64_t src_node, const struct rp_ipc *ipc)
 {
 	struct kinet_engine_thread *t0 = &rs->ctx->engine->threads[0];
 	struct rp_ipc_map *m;
@@ -371,7 +371,7 @@ void rp_ipc_on_probe(struct rp_state *rs, struct rp_carrier *car, struct kinet_c
 	a.src_qpn = m->dst_qpn;
 	a.dst_qpn = m->src_qpn;
 	a.src_node = rs->ctx->node_id;
-	a.syndrome = car == &rs->car[RP_NODE] && map_get(rs, m->src_node, &ipc) ? 0 : 1;
+	a.syndrome = car == &rs->car[RP_NODE] && rp_ipc_map_get(rs, m->src_node, &ipc) ? 0 : 1;
 	rp_send_queued(rs, car, peer, &a, &ipc, sizeof(ipc));
 }
 
@@ -384,7 +384,7 @@ uint8_t *rp_ipc_source(struct rp_state *rs, const struct rp_carrier *car, const 
 	if (car != &rs->car[RP_NODE] || m->frag_len != sizeof(ipc))
 		return NULL;
 	memcpy(&ipc, payload, sizeof(ipc));
-	map = map_get(rs, m->src_node, &ipc);
+	map = rp_ipc_map_get(rs, m->src_node, &ipc);
 	if (!map || ipc.offset > map->size || m->length > map->size - ipc.offset)
 		return NULL;
 	return map->base + ipc.offset;

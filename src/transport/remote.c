@@ -121,6 +121,14 @@ static void deliver(struct kinet_carrier *c, struct kinet_carrier_peer *peer, co
 		rp_on_ping(rs, car, peer, &m);
 	else if (m.type == RP_PONG)
 		rp_on_pong(rs, &m);
+	else if (m.type == RP_PEER_HELLO)
+		rp_peer_on_hello(rs, car, peer, &m);
+	else if (m.type == RP_PEER_WINDOW)
+		rp_peer_on_window(rs, car, peer, &m, (const uint8_t *)msg + sizeof(m));
+	else if (m.type == RP_PEER_REVOKE)
+		rp_peer_on_revoke(rs, car, peer, &m);
+	else if (m.type == RP_PEER_ACK)
+		rp_peer_on_ack(rs, &m);
 	else
 		KINET_WARN("remote: dropping a message of unknown type %u", m.type);
 }
@@ -142,6 +150,7 @@ static int remote_progress(struct kinet_ctx *ctx)
 		}
 	}
 	work += rp_target_progress(rs);
+	rp_peer_progress(rs);
 	pthread_mutex_unlock(&rs->lock);
 	kinet_mr_table_unlock(ctx);
 	return work;
@@ -344,6 +353,7 @@ void kinet_remote_close(struct kinet_ctx *ctx)
 	ctx->remote_progress = NULL;
 	ctx->remote = NULL;
 	rp_target_free(rs);
+	rp_peer_free(rs);
 	rp_ipc_close(rs);
 	for (int k = 0; k < RP_NKINDS; k++)
 		if (rs->car[k].c)
@@ -358,6 +368,7 @@ const struct kinet_transport_ops kinet_transport_node = {
 	.disconnect = rp_disconnect,
 	.execute = rp_execute,
 	.op_done = rp_op_done,
+	.peer_hello = rp_peer_hello,
 };
 
 const struct kinet_transport_ops kinet_transport_ofi = {

@@ -18,7 +18,7 @@
 #include "carrier.h"
 
 #define RP_MAGIC 0x50524e4bu /* "KNRP" read as little-endian */
-#define RP_VERSION 2
+#define RP_VERSION 3
 #define RP_FRAG (64u * 1024u) /* payload bytes per message */
 #define RP_WINDOW 64u	      /* outstanding operations per QP */
 
@@ -29,7 +29,24 @@
  * answers; a target silent for the QP's timeout is taken for dead, as an
  * RC requester whose retries go unanswered.  Carriers that cannot tell a
  * dead peer otherwise (ofi) rely on it. */
-enum { RP_REQ = 1, RP_RESP = 2, RP_IPC_PROBE = 3, RP_IPC_ACK = 4, RP_PING = 5, RP_PONG = 6 };
+/* RP_PEER_*: the peer path across processes (node_peer.c).  HELLO asks a
+ * target QP's context for its windows; WINDOW gives one (header only with
+ * RP_FLAG_LAST: the first table is complete, syndrome != 0: refused);
+ * REVOKE withdraws one (rkey) or all (rkey 0); every WINDOW and REVOKE
+ * carries a token (seq) that the initiator returns in an RP_PEER_ACK once
+ * its device table holds the change. */
+enum {
+	RP_REQ = 1,
+	RP_RESP = 2,
+	RP_IPC_PROBE = 3,
+	RP_IPC_ACK = 4,
+	RP_PING = 5,
+	RP_PONG = 6,
+	RP_PEER_HELLO = 7,
+	RP_PEER_WINDOW = 8,
+	RP_PEER_REVOKE = 9,
+	RP_PEER_ACK = 10,
+};
 #define RP_FLAG_LAST 0x01u
 /* Request: the payload is a struct rp_ipc naming the requester's buffer,
  * which the target reaches through CUDA IPC (data not in the message).
@@ -88,6 +105,33 @@ struct rp_ipc_map {
 	uint64_t size;
 };
 
+/* Payload of RP_PEER_WINDOW: a registered region of the target context. */
+struct rp_peer_window {
+	uint64_t addr; /* in the target's address space */
+	uint64_t length;
+	uint64_t alloc_base; /* GPU memory: the allocation holding it (target's address) */
+	uint64_t alloc_size;
+	uint32_t key;
+	uint32_t access;
+	int32_t type;			     /* enum kinet_mem_type */
+	int32_t cuda_device;		     /* the target's ordinal (meaningful in one process) */
+	uint8_t handle[RP_IPC_HANDLE_BYTES]; /* GPU memory: cudaIpcMemHandle_t */
+};
+
+/* Target: an initiator QP that was given this context's windows. */
+struct rp_peer_sub {
+	struct rp_peer_sub *next;
+	uint64_t node;	     /* initiator context */
+	uint32_t qpn;	     /* initiator QP */
+	uint32_t target_qpn; /* the QP of this context it is connected to */
+	struct rp_carrier *car;
+	struct kinet_carrier_peer *peer;
+	uint32_t timeout_ms; /* the initiator QP's */
+	uint64_t sent;	     /* last token sent */
+	uint64_t acked;	     /* last token acknowledged (they come in order) */
+	bool gone;	     /* withdrawn, or its process died */
+};
+
 enum rp_kind { RP_NODE = 0, RP_OFI = 1, RP_NKINDS };
 
 struct rp_carrier {
@@ -136,6 +180,8 @@ struct rp_qp {
 	struct rp_slot slots[RP_WINDOW];
 	uint8_t stage[RP_FRAG];	 /* GPU data on its way out */
 	struct rp_ipc_peer *ipc; /* allocations probed at the target */
+	bool peer_windows;	 /* the target gave windows (node_peer.c) */
+	uint64_t peer_checked_ns;
 	struct rp_qp *next;
 };
 
@@ -179,10 +225,12 @@ struct rp_state {
 	struct rp_qp *qps;
 	struct rp_chan *chans;
 	struct rp_outq *outqs;
-	struct rp_ipc_map *ipc_maps; /* target: requesters' allocations opened */
-	int ipc_mode;		     /* 0: not read yet, 1: $KINET_NODE_IPC on, -1: off */
-	int ipc_logged;		     /* 1: the fallback to staging, 2: the direct path logged */
-	uint8_t stage[RP_FRAG];	     /* target: GPU data on its way out */
+	struct rp_ipc_map *ipc_maps;   /* target: requesters' allocations opened */
+	int ipc_mode;		       /* 0: not read yet, 1: $KINET_NODE_IPC on, -1: off */
+	int ipc_logged;		       /* 1: the fallback to staging, 2: the direct path logged */
+	struct rp_peer_sub *peer_subs; /* target: initiators given windows */
+	bool peer_host_logged;
+	uint8_t stage[RP_FRAG]; /* target: GPU data on its way out */
 };
 
 /* remote.c */
@@ -228,6 +276,26 @@ void rp_ipc_on_ack(struct rp_state *rs, const struct rp_msg *m, const uint8_t *p
 uint8_t *rp_ipc_source(struct rp_state *rs, const struct rp_carrier *car, const struct rp_msg *m,
 		       const uint8_t *payload);
 void rp_ipc_qp_free(struct rp_qp *p);
+/* The CUDA IPC handle of mr's allocation (mr->ipc_*), made once; false
+ * when the memory cannot be exported. */
+bool rp_ipc_export(struct kinet_mr *mr);
+/* This process's mapping of another process's allocation (opened once per
+ * context, closed at context close), or NULL when it cannot be opened. */
+struct rp_ipc_map *rp_ipc_map_get(struct rp_state *rs, uint64_t src_node, const struct rp_ipc *ipc);
+
+/* node_peer.c: the peer path's windows across processes (rs->lock held
+ * in the handlers, MR table read lock too). */
+int rp_peer_hello(struct kinet_qp *qp);
+void rp_peer_on_hello(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
+		      const struct rp_msg *m);
+void rp_peer_on_window(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
+		       const struct rp_msg *m, const uint8_t *payload);
+void rp_peer_on_revoke(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
+		       const struct rp_msg *m);
+void rp_peer_on_ack(struct rp_state *rs, const struct rp_msg *m);
+/* Initiator: windows of a target whose process died are revoked. */
+void rp_peer_progress(struct rp_state *rs);
+void rp_peer_free(struct rp_state *rs);
 /* Closes the mappings (context close, engine stopped). */
 void rp_ipc_close(struct rp_state *rs);
 
@@ -242,5 +310,13 @@ const struct kinet_transport_ops *kinet_remote_choose(struct kinet_ctx *ctx,
 						      const struct kinet_qp_info *remote);
 /* Closes the carriers (after the engine stopped and the QPs are gone). */
 void kinet_remote_close(struct kinet_ctx *ctx);
+/* Peer path across processes (node_peer.c), for peer.c: a region of ctx
+ * registered (add) or being deregistered is given to / withdrawn from
+ * every initiator holding ctx's windows; a target QP destroyed (qp) or the
+ * context closing (qp NULL) withdraws all of them.  Each waits until every
+ * live initiator acknowledged (its device table changed), bounded by that
+ * initiator's QP timeout. */
+void kinet_remote_peer_publish(struct kinet_mr *mr, bool add);
+void kinet_remote_peer_withdraw(struct kinet_ctx *ctx, struct kinet_qp *qp);
 
 #endif /* KINET_REMOTE_H */

@@ -42,7 +42,8 @@ static struct rp_held *hold(const struct rp_msg *m, const uint8_t *payload)
 	h->since_ns = kinet_now_ns();
 	h->len = sizeof(*m) + m->frag_len;
 	h->msg = *m;
-	memcpy(h + 1, payload, m->frag_len);
+	if (m->frag_len)
+		memcpy(h + 1, payload, m->frag_len);
 	return h;
 }
 
