@@ -4,6 +4,7 @@
  * exported descriptors.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,14 +100,49 @@ void *kinet_dev_alloc(struct kinet_ctx *ctx, size_t size)
 	return kinet_host_alloc(ctx, size);
 }
 
+#ifdef KINET_HAVE_CUDA
+/* One non-blocking stream per device for kinet's own small copies into
+ * device memory: a cudaMemcpy on the legacy default stream would wait for
+ * the application's running kernels, and a window revoked or added while a
+ * persistent kernel runs must reach it without the kernel ending first. */
+#define COPY_STREAM_DEVICES 64
+static pthread_mutex_t copy_stream_lock = PTHREAD_MUTEX_INITIALIZER;
+static cudaStream_t copy_streams[COPY_STREAM_DEVICES];
+
+static cudaStream_t copy_stream(int device)
+{
+	cudaStream_t s = NULL;
+
+	if (device >= COPY_STREAM_DEVICES)
+		return NULL;
+	pthread_mutex_lock(&copy_stream_lock);
+	if (!copy_streams[device] &&
+	    cudaStreamCreateWithFlags(&copy_streams[device], cudaStreamNonBlocking) != cudaSuccess) {
+		cudaGetLastError();
+		copy_streams[device] = NULL;
+	}
+	s = copy_streams[device];
+	pthread_mutex_unlock(&copy_stream_lock);
+	return s;
+}
+#endif
+
 int kinet_dev_copy_in(struct kinet_ctx *ctx, void *dev, const void *src, size_t size)
 {
 #ifdef KINET_HAVE_CUDA
 	if (ctx->cuda_device >= 0) {
+		cudaStream_t s;
 		cudaError_t e;
 
 		cudaSetDevice(ctx->cuda_device);
-		e = cudaMemcpy(dev, src, size, cudaMemcpyHostToDevice);
+		s = copy_stream(ctx->cuda_device);
+		if (s) {
+			e = cudaMemcpyAsync(dev, src, size, cudaMemcpyHostToDevice, s);
+			if (e == cudaSuccess)
+				e = cudaStreamSynchronize(s);
+		} else {
+			e = cudaMemcpy(dev, src, size, cudaMemcpyHostToDevice);
+		}
 		if (e != cudaSuccess) {
 			KINET_ERR("cudaMemcpy(%zu): %s", size, cudaGetErrorString(e));
 			cudaGetLastError();

@@ -15,7 +15,9 @@
  *
  * ctest: gpu_mp_node (KINET_TRANSPORT=node) and gpu_mp_ofi
  * (KINET_TRANSPORT=ofi; tcp;ofi_rxm on 127.0.0.1 unless the environment
- * says otherwise; skipped when this build or machine has no ofi).
+ * says otherwise; skipped when this build or machine has no ofi), both with
+ * KINET_P2P=off; gpu_mp_peer (node, KINET_P2P=force): the one-sided verbs
+ * take the peer path across the processes, sends stay on the engine.
  * Exits 77 (skip) without a CUDA device or outside kinetrun.
  */
 #include <cuda_runtime.h>
@@ -421,6 +423,10 @@ KT_TEST(mp_gpu)
 	KT_OK(region_open(j.ctx, j.boot, &j.sig, SIG_BYTES));
 	KT_OK(region_open(j.ctx, j.boot, &j.atom, ATOM_BYTES));
 	KT_OK(kinet_mesh_export(j.mesh, 0, &dev));
+	const char *p2p = getenv("KINET_P2P");
+	if (p2p && !strcmp(p2p, "force")) /* gpu_mp_peer: the other ranks are reached by the peer path */
+		for (int r = 0; r < n; r++)
+			KT_CHECK_EQ(kinet_qp_path(kinet_mesh_qp(j.mesh, r, 0)), KINET_QP_PATH_PEER);
 	G_CUDA(cudaMalloc((void **)&j.err, 2 * sizeof(int)));
 	j.h = (uint8_t *)malloc(DATA_BYTES);
 	j.ha = (uint64_t *)malloc(ATOM_BYTES);
