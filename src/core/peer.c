@@ -297,6 +297,28 @@ static int attach_by_transport(struct kinet_qp *qp, struct kinet_peer_link *l, e
 					     : "the target's windows did not arrive within the QP's timeout");
 }
 
+/* The engine's copies between two GPUs of this process (host-posted work,
+ * and everything on the engine path) go device to device over NVLink or
+ * PCIe only once peer access is enabled; without it the runtime stages
+ * them through host memory at a tenth of the bandwidth.  Whatever path the
+ * QP's device code takes. */
+static void copy_engine_access(const struct kinet_qp *qp)
+{
+	struct kinet_ctx *target;
+	int a = qp->ctx->cuda_device, b;
+
+	if (a < 0 || qp->transport != &kinet_transport_local)
+		return;
+	pthread_mutex_lock(&peer_lock);
+	target = target_of(qp);
+	b = target ? target->cuda_device : -1;
+	pthread_mutex_unlock(&peer_lock);
+	if (b >= 0 && b != a) {
+		kinet_cuda_peer_access(a, b);
+		kinet_cuda_peer_access(b, a);
+	}
+}
+
 int kinet_peer_qp_attach(struct kinet_qp *qp)
 {
 	enum p2p_mode mode = p2p_mode();
@@ -305,6 +327,8 @@ int kinet_peer_qp_attach(struct kinet_qp *qp)
 	const char *why;
 	int ret = 0;
 
+	if (atomic_load(&qp->state) == KINET_QPS_RTS)
+		copy_engine_access(qp);
 	if (mode == P2P_OFF || atomic_load(&qp->state) != KINET_QPS_RTS || !qp->dev)
 		return 0;
 	pthread_mutex_lock(&peer_lock);

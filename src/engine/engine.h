@@ -10,8 +10,13 @@
 /* An operation issued on a copy stream and not yet complete. */
 struct kinet_pending {
 	struct kinet_pending *next;
-	void *event;	/* cudaEvent_t recorded after the operation's copies */
-	uint64_t token; /* event == NULL: the transport tracks it (op_done) */
+	/* by_copy: the operation's copies are on the thread's stream; one
+	 * event, recorded when the pass over the QP ends (kinet_pending_seal),
+	 * covers every copy of that pass and sits on its last operation. */
+	bool by_copy;
+	bool sealed;	/* by_copy: an event at or after this one covers it */
+	void *event;	/* cudaEvent_t, on the last by_copy operation of a pass */
+	uint64_t token; /* !by_copy: the transport tracks it (op_done) */
 	uint16_t wqe_counter;
 	uint8_t wqe_opcode;
 	bool signaled;
@@ -70,6 +75,9 @@ void kinet_engine_drain_qp(struct kinet_engine_thread *thread, struct kinet_qp *
 /* pending.c */
 int kinet_pending_push(struct kinet_engine_thread *thread, struct kinet_qp *qp, struct kinet_pending *proto,
 		       bool tracked_by_transport);
+/* Records the event that covers the copies issued since the last seal
+ * (end of a pass over qp); waits for them when it cannot. */
+void kinet_pending_seal(struct kinet_engine_thread *thread, struct kinet_qp *qp);
 /* Completes finished operations at the head of qp's list, in order. */
 int kinet_pending_reap(struct kinet_engine_thread *thread, struct kinet_qp *qp);
 void kinet_pending_drop_all(struct kinet_engine_thread *thread, struct kinet_qp *qp);

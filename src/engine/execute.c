@@ -266,7 +266,7 @@ static bool execute_one(struct kinet_engine_thread *t, struct kinet_qp *qp)
 				while (!qp->transport->op_done(qp, res.token, &syndrome))
 					sched_yield();
 			else
-				kinet_engine_copy_sync(t);
+				kinet_engine_copy_sync(t); /* its copies, and earlier ones */
 			if (syndrome) {
 				kinet_engine_qp_fail(qp, syndrome, 0, op.opcode, op.wqe_counter);
 				complete_responder(&res);
@@ -364,6 +364,7 @@ int kinet_engine_progress_qp(struct kinet_engine_thread *t, struct kinet_qp *qp)
 			break;
 		work++;
 	}
+	kinet_pending_seal(t, qp);
 	if (qp->transport->batch_end)
 		qp->transport->batch_end(qp);
 	kinet_mr_table_unlock(qp->ctx);

@@ -1,9 +1,13 @@
 /*
  * Operations on GPU memory go through the CUDA copy engine: the engine
- * thread issues cudaMemcpyAsync on its own stream and records an event; the
- * operation completes (CQEs written) once the event has fired.  One stream
- * per thread keeps a QP's copies in posting order; operations that would
- * complete synchronously wait until the QP has nothing in flight.
+ * thread issues cudaMemcpyAsync on its own stream, and when its pass over
+ * the QP ends records one event behind all the copies of the pass; each of
+ * those operations completes (CQEs written, in order) once that event has
+ * fired.  An event per pass rather than per WQE keeps the copy engine fed
+ * at full peer bandwidth with host-posted batches (cudaEventRecord costs
+ * about as much CPU time as the copy it follows).  One stream per thread
+ * keeps a QP's copies in posting order; operations that would complete
+ * synchronously wait until the QP has nothing in flight.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -176,21 +180,14 @@ int kinet_pending_push(struct kinet_engine_thread *t, struct kinet_qp *qp, struc
 		       bool tracked_by_transport)
 {
 	struct kinet_pending *p = malloc(sizeof(*p));
-	void *ev = NULL;
 
+	(void)t;
 	if (!p)
 		return -ENOMEM;
-	if (!tracked_by_transport) {
-		ev = event_get(t);
-		if (!ev || event_record(t, ev)) {
-			if (ev)
-				event_put(t, ev);
-			free(p);
-			return -ENOMEM;
-		}
-	}
 	*p = *proto;
-	p->event = ev;
+	p->by_copy = !tracked_by_transport;
+	p->sealed = false;
+	p->event = NULL;
 	p->next = NULL;
 	if (qp->pending_tail)
 		qp->pending_tail->next = p;
@@ -199,6 +196,40 @@ int kinet_pending_push(struct kinet_engine_thread *t, struct kinet_qp *qp, struc
 	qp->pending_tail = p;
 	qp->npending++;
 	return 0;
+}
+
+void kinet_pending_seal(struct kinet_engine_thread *t, struct kinet_qp *qp)
+{
+	struct kinet_pending *last = NULL;
+	void *ev;
+
+	for (struct kinet_pending *p = qp->pending_head; p; p = p->next)
+		if (p->by_copy && !p->sealed)
+			last = p;
+	if (!last)
+		return;
+	ev = event_get(t);
+	if (ev && event_record(t, ev)) {
+		event_put(t, ev);
+		ev = NULL;
+	}
+	if (!ev)
+		kinet_engine_copy_sync(t); /* no event: the copies are done now */
+	last->event = ev;
+	for (struct kinet_pending *p = qp->pending_head; p; p = p->next)
+		if (p->by_copy)
+			p->sealed = true;
+}
+
+/* A by_copy operation is done once the event covering it fired. */
+static bool copies_done(const struct kinet_pending *p)
+{
+	if (!p->sealed)
+		return false;
+	for (; p; p = p->next)
+		if (p->by_copy && p->event)
+			return event_done(p->event);
+	return true; /* sealed without an event: waited for at the seal */
 }
 
 static void pending_pop(struct kinet_engine_thread *t, struct kinet_qp *qp, struct kinet_pending *p)
@@ -220,7 +251,7 @@ int kinet_pending_reap(struct kinet_engine_thread *t, struct kinet_qp *qp)
 	while ((p = qp->pending_head)) {
 		uint8_t syndrome = 0;
 
-		if (p->event ? !event_done(p->event) : !qp->transport->op_done(qp, p->token, &syndrome))
+		if (p->by_copy ? !copies_done(p) : !qp->transport->op_done(qp, p->token, &syndrome))
 			break;
 		if (syndrome || atomic_load(&qp->state) == KINET_QPS_ERR) {
 			/* The first failure is reported with its syndrome;
