@@ -144,11 +144,13 @@ static int run_lat(struct perf_report *rep, struct perf_env *e, uint64_t size, i
 	fill_common(x, e, initiator, size, warmup, iters);
 	if (!rc) {
 		uint64_t t0 = perf_now_ns();
-		if (initiator == PERF_INIT_GPU)
+		if (o->mode == PERF_MODE_PINGPONG)
+			rc = perf_pingpong(e, warmup, iters, samples, x->error, sizeof(x->error));
+		else if (initiator == PERF_INIT_GPU)
 			rc = perf_gpu_lat(e, warmup, iters, samples, &total_us, x->error, sizeof(x->error));
 		else
 			rc = perf_cpu_lat(e, warmup, iters, samples, x->error, sizeof(x->error));
-		if (initiator == PERF_INIT_CPU)
+		if (initiator == PERF_INIT_CPU || o->mode == PERF_MODE_PINGPONG)
 			total_us = (double)(perf_now_ns() - t0) / 1000.0;
 		rc = finish_point(e, rc, x->error, sizeof(x->error));
 	}
@@ -436,7 +438,7 @@ int main(int argc, char **argv)
 		for (int init = PERF_INIT_GPU; init <= PERF_INIT_CPU; init <<= 1) {
 			if (!(o.initiator & init))
 				continue;
-			if (o.mode == PERF_MODE_LAT)
+			if (o.mode == PERF_MODE_LAT || o.mode == PERF_MODE_PINGPONG)
 				rc = run_lat(&rep, &env, size, init);
 			else
 				rc = run_bw(&rep, &env, size, init);

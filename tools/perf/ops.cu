@@ -6,9 +6,9 @@
  *   latency  one thread: time stamp, post, wait for the ticket, time stamp
  *            (%globaltimer on the GPU), per operation
  *   bw/rate  every posting unit (a thread, or with --group a warp or a
- *            block calling the _warp/_block forms) posts, keeping `window`
- *            operations outstanding (waits for the ticket of the operation
- *            window posts earlier), each unit from and to its own slot of
+ *            block calling the _warp/_block forms) posts, keeping at most
+ *            `window` operations outstanding (every half window it waits
+ *            for the ticket that makes room), each unit from and to its own slot of
  *            its QP's part of the buffers; a grid barrier after the
  *            warm-up, then bytes and operations over the slowest unit's
  *            span
@@ -216,18 +216,23 @@ KINET_DEV_FN void perf_lat_body(struct perf_kargs *a)
 
 /* ---- bandwidth / message rate ---- */
 
-/* n operations with at most a->window outstanding; waits for all. */
+/* n operations with at most a->window outstanding; waits for all.  The
+ * unit waits every half window (for the operation that leaves room for
+ * the next half), not after every post: a wait is what completes puts on
+ * the peer path (a system fence), and NVSHMEM-style rate loops fence once
+ * per batch too.  Half a window always stays in flight for the engine. */
 KINET_DEV_FN int perf_window(const struct perf_kargs *a, struct kinet_dev_qp *qp, uint32_t q, uint32_t u,
 			     uint32_t slot, uint64_t base, uint64_t n)
 {
 	uint64_t ring[PERF_MAX_WINDOW];
 	uint64_t last = 0;
+	uint32_t half = a->window > 1 ? a->window / 2 : 1;
 	for (uint64_t i = 0; i < n; i++) {
 		uint32_t r = (uint32_t)(i % a->window);
 		int st;
-		if (i >= a->window) {
+		if (i % half == 0 && i + half > a->window) {
 			/* Completions are in order: this one covers the older ones. */
-			st = perf_wait(a, qp, ring[r]);
+			st = perf_wait(a, qp, ring[(i + half - 1 - a->window) % a->window]);
 			if (st)
 				return st;
 		}

@@ -10,7 +10,7 @@
 #include "perf.h"
 
 static const char *const op_names[] = {"write", "read", "fetch_add", "compare_swap", "put_signal", "send"};
-static const char *const mode_names[] = {"lat", "bw", "rate", "iter"};
+static const char *const mode_names[] = {"lat", "bw", "rate", "iter", "pingpong"};
 static const char *const group_names[] = {"thread", "warp", "block"};
 
 const char *perf_op_name(enum perf_op op)
@@ -97,7 +97,9 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kinet-perf <write|read|fetch_add|compare_swap|put_signal|send|iter> [options]\n"
-		"  --lat | --bw | --rate | --mode lat|bw|rate|iter   what to measure (default --lat)\n"
+		"  --lat | --bw | --rate | --mode lat|bw|rate|iter|pingpong   what to measure (default\n"
+		"                         --lat); pingpong (write, put_signal; one process, GPU-\n"
+		"                         initiated): device code on both sides answers each other\n"
 		"  -s, --size SIZE        message size (K/M/G suffixes; repeat or comma list)\n"
 		"  -a, --all              power-of-two sweep 8 B .. 8 MiB\n"
 		"  --sweep MIN:MAX        power-of-two sweep MIN .. MAX\n"
@@ -270,7 +272,7 @@ int perf_opts_parse(struct perf_opts *o, int argc, char **argv)
 			o->mode = PERF_MODE_RATE;
 		} else if (!strcmp(a, "--mode")) {
 			NEED_VALUE();
-			if ((k = pick(v, mode_names, 4)) < 0)
+			if ((k = pick(v, mode_names, 5)) < 0)
 				BAD_VALUE();
 			o->mode = (enum perf_mode)k;
 		} else if (!strcmp(a, "-s") || !strcmp(a, "--size")) {
@@ -412,7 +414,20 @@ int perf_opts_parse(struct perf_opts *o, int argc, char **argv)
 			return -1;
 		}
 	}
-	if (o->mode == PERF_MODE_LAT) {
+	if (o->mode == PERF_MODE_PINGPONG) {
+		if (o->op != PERF_OP_WRITE && o->op != PERF_OP_PUT_SIGNAL) {
+			fprintf(stderr, "kinet-perf: pingpong plays write or put_signal\n");
+			return -1;
+		}
+		if (o->nranks) {
+			fprintf(stderr,
+				"kinet-perf: pingpong runs in one process (--peer-gpu D for two GPUs)\n");
+			return -1;
+		}
+		/* Both sides are device code; the host has no part to play. */
+		o->initiator = PERF_INIT_GPU;
+	}
+	if (o->mode == PERF_MODE_LAT || o->mode == PERF_MODE_PINGPONG) {
 		/* One poster: latency of one operation at a time. */
 		o->threads = o->blocks = o->qps = 1;
 	} else if (o->mode == PERF_MODE_ITER) {
@@ -456,6 +471,7 @@ long perf_iters_for(const struct perf_opts *o, uint64_t size)
 		return o->iters;
 	switch (o->mode) {
 	case PERF_MODE_LAT:
+	case PERF_MODE_PINGPONG:
 		return o->emulated ? 2000 : 10000;
 	case PERF_MODE_ITER:
 		return o->emulated ? 300 : 2000;

@@ -12,6 +12,7 @@
  *   peer_floors.cu  floors between two GPUs of the host (--peer-gpu):
  *               store ping-pongs, peer copies, raw peer store rate
  *   ops.cu      device kernels (latency, bandwidth/rate, iteration)
+ *   pingpong.cu device code on both sides answering each other
  *   ../kinet_perf.cu  main: runs each (size, initiator) point
  *
  * The .cu files are CUDA when the build has it and are also compiled as C
@@ -44,6 +45,7 @@ enum perf_mode {
 	PERF_MODE_BW,
 	PERF_MODE_RATE,
 	PERF_MODE_ITER,
+	PERF_MODE_PINGPONG,
 };
 
 /* Who posts in bw/rate: each thread, each warp (the _warp forms), or each
@@ -322,6 +324,9 @@ int perf_gpu_lat(struct perf_env *e, long warmup, long iters, uint64_t *samples,
 		 size_t errlen);
 int perf_gpu_bw(struct perf_env *e, long warmup, long iters, int window, double *elapsed_us, char *err,
 		size_t errlen);
+/* pingpong.cu: rounds of A -> B -> A from device code on both sides; A's
+ * round trips in samples (ns). */
+int perf_pingpong(struct perf_env *e, long warmup, long iters, uint64_t *samples, char *err, size_t errlen);
 /* Iteration: variant 0 GPU persistent (compute+put+wait), 1 CPU kernel
  * boundary (compute kernel, host posts and waits), 2 compute only. */
 int perf_iter(struct perf_env *e, int variant, long warmup, long iters, uint64_t *samples, char *err,

@@ -108,13 +108,24 @@ static int brings_value_back(enum perf_op op)
  *    with the run's grid, CPU-initiated against cudaMemcpyPeerAsync (what
  *    a host program would call), same size and direction.
  *  - rate: operations per second against the raw 8-byte peer store rate,
- *    whoever posts (it bounds small writes to B either way). */
+ *    whoever posts (it bounds small writes to B either way).
+ *  - pingpong: the round trip against the floor's ping-pong of the same
+ *    shape: write (a bare 8-byte put each way) against the bare store
+ *    ping-pong, put_signal (data, fence, signal each way) against store +
+ *    fence + store. */
 static double vs_peer_floor(const struct perf_report *r, const struct perf_result *x, const char **what)
 {
 	const struct perf_peer_floors *p = &r->floors.peer;
 	if (!p->measured || x->dst_mem != PERF_MEM_GPU)
 		return 0;
-	if (x->mode == PERF_MODE_LAT && x->have_lat && x->initiator == PERF_INIT_GPU) {
+	if (x->mode == PERF_MODE_PINGPONG && x->have_lat) {
+		const struct perf_stats *fl = x->op == PERF_OP_PUT_SIGNAL ? &p->fence_rtt : &p->store_rtt;
+		if (fl->median > 0) {
+			*what = x->op == PERF_OP_PUT_SIGNAL ? "rtt_median/peer_fence_rtt_median"
+							    : "rtt_median/peer_store_rtt_median";
+			return x->lat.median / fl->median;
+		}
+	} else if (x->mode == PERF_MODE_LAT && x->have_lat && x->initiator == PERF_INIT_GPU) {
 		if (brings_value_back(x->op) && p->store_rtt.median > 0) {
 			*what = "lat_median/peer_store_rtt_median";
 			return x->lat.median / p->store_rtt.median;

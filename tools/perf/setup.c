@@ -202,8 +202,10 @@ static int make_side(struct perf_env *e, struct kinet_ctx *ctx, struct perf_side
 	struct kinet_cq_attr ca;
 	struct kinet_qp_attr qa;
 	int rc;
+	/* In pingpong the target side posts too (its device code answers). */
+	int posts = initiator || o->mode == PERF_MODE_PINGPONG;
 	/* Every WQE is signalled (the device API does so): room for a full SQ. */
-	ca.depth = initiator ? o->sq_depth * 2 : 16;
+	ca.depth = posts ? o->sq_depth * 2 : 16;
 	rc = kinet_cq_create(ctx, &ca, &s->scq);
 	if (rc)
 		return rc;
@@ -216,7 +218,7 @@ static int make_side(struct perf_env *e, struct kinet_ctx *ctx, struct perf_side
 	kinet_qp_attr_init(&qa);
 	qa.send_cq = s->scq;
 	qa.recv_cq = s->rcq;
-	qa.sq_depth = initiator ? o->sq_depth : 16;
+	qa.sq_depth = posts ? o->sq_depth : 16;
 	qa.rq_depth = with_rq ? PERF_RQ_DEPTH : 0;
 	qa.max_recv_sge = 1;
 	qa.max_inline = 28;
