@@ -14,6 +14,33 @@
 #include <cuda_runtime_api.h>
 #endif
 
+#ifdef KINET_HAVE_CUDA
+/* One non-blocking stream per device for kinet's own small copies into
+ * device memory: a cudaMemcpy on the legacy default stream would wait for
+ * the application's running kernels, and a window revoked or added while a
+ * persistent kernel runs must reach it without the kernel ending first. */
+#define COPY_STREAM_DEVICES 64
+static pthread_mutex_t copy_stream_lock = PTHREAD_MUTEX_INITIALIZER;
+static cudaStream_t copy_streams[COPY_STREAM_DEVICES];
+
+static cudaStream_t copy_stream(int device)
+{
+	cudaStream_t s = NULL;
+
+	if (device >= COPY_STREAM_DEVICES)
+		return NULL;
+	pthread_mutex_lock(&copy_stream_lock);
+	if (!copy_streams[device] &&
+	    cudaStreamCreateWithFlags(&copy_streams[device], cudaStreamNonBlocking) != cudaSuccess) {
+		cudaGetLastError();
+		copy_streams[device] = NULL;
+	}
+	s = copy_streams[device];
+	pthread_mutex_unlock(&copy_stream_lock);
+	return s;
+}
+#endif
+
 void *kinet_host_alloc(struct kinet_ctx *ctx, size_t size)
 {
 	void *p = NULL;
@@ -85,8 +112,16 @@ void *kinet_dev_alloc(struct kinet_ctx *ctx, size_t size)
 
 		cudaSetDevice(ctx->cuda_device);
 		e = cudaMalloc(&d, size);
-		if (e == cudaSuccess)
-			e = cudaMemset(d, 0, size);
+		if (e == cudaSuccess) {
+			/* Zeroed on kinet's stream, like every later write of
+			 * kinet's into it: the legacy stream would be ordered
+			 * with none of them (nor finish while a kernel runs). */
+			cudaStream_t s = copy_stream(ctx->cuda_device);
+
+			e = s ? cudaMemsetAsync(d, 0, size, s) : cudaMemset(d, 0, size);
+			if (e == cudaSuccess && s)
+				e = cudaStreamSynchronize(s);
+		}
 		if (e != cudaSuccess) {
 			KINET_ERR("cudaMalloc(%zu): %s", size, cudaGetErrorString(e));
 			cudaGetLastError();
@@ -99,33 +134,6 @@ void *kinet_dev_alloc(struct kinet_ctx *ctx, size_t size)
 #endif
 	return kinet_host_alloc(ctx, size);
 }
-
-#ifdef KINET_HAVE_CUDA
-/* One non-blocking stream per device for kinet's own small copies into
- * device memory: a cudaMemcpy on the legacy default stream would wait for
- * the application's running kernels, and a window revoked or added while a
- * persistent kernel runs must reach it without the kernel ending first. */
-#define COPY_STREAM_DEVICES 64
-static pthread_mutex_t copy_stream_lock = PTHREAD_MUTEX_INITIALIZER;
-static cudaStream_t copy_streams[COPY_STREAM_DEVICES];
-
-static cudaStream_t copy_stream(int device)
-{
-	cudaStream_t s = NULL;
-
-	if (device >= COPY_STREAM_DEVICES)
-		return NULL;
-	pthread_mutex_lock(&copy_stream_lock);
-	if (!copy_streams[device] &&
-	    cudaStreamCreateWithFlags(&copy_streams[device], cudaStreamNonBlocking) != cudaSuccess) {
-		cudaGetLastError();
-		copy_streams[device] = NULL;
-	}
-	s = copy_streams[device];
-	pthread_mutex_unlock(&copy_stream_lock);
-	return s;
-}
-#endif
 
 int kinet_dev_copy_in(struct kinet_ctx *ctx, void *dev, const void *src, size_t size)
 {

@@ -217,6 +217,8 @@ static int peer_enable(int from, int to, int *mine)
 	int can = 0;
 	cudaError_t e;
 	*mine = 0;
+	if (from == to) /* --peer-gpu on the initiator's GPU: it reaches itself */
+		return 1;
 	if (!cuda_ok(cudaDeviceCanAccessPeer(&can, from, to)) || !can)
 		return 0;
 	perf_gpu_use(from);

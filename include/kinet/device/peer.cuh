@@ -152,6 +152,13 @@ KINET_DEV_FN int kinet_dev_peer_resolve(int g, struct kinet_dev_qp *qp,
 	int st = 0, unused = 0;
 	uint64_t p[KINET_DEV_PEER_MAX_NEEDS] = {0, 0, 0}, tk = 0;
 	if (kinet_dev_group_rank(g) == 0) {
+		/* The send queue's counters and the windows' keys in one round
+		 * of independent loads (an operation's latency is a few of
+		 * these round trips); the acquire comes once, after. */
+		int scope = kinet_dev_qp_scope(qp);
+		uint32_t err = kinet_dev_scoped_load_relaxed_u32(scope, &qp->sq_error);
+		uint64_t ready = kinet_dev_scoped_load_relaxed_u64(scope, &qp->sq_ready);
+		uint64_t done = kinet_dev_scoped_load_relaxed_u64(scope, &qp->sq_done);
 		for (int i = 0; i < n && !st; i++) {
 			const struct kinet_dev_peer_need *x = &need[i];
 			uint8_t *w = NULL;
@@ -159,8 +166,12 @@ KINET_DEV_FN int kinet_dev_peer_resolve(int g, struct kinet_dev_qp *qp,
 						   x->addr, x->len, x->right, &w);
 			p[i] = (uint64_t)(uintptr_t)w;
 		}
-		if (!st)
+		if (!st && !err && done >= ready) {
+			kinet_dev_scoped_fence_acquire(scope); /* those WQEs' effects before ours */
+			tk = ready;
+		} else if (!st) {
 			st = kinet_dev_peer_drain(qp, &tk);
+		}
 	}
 	kinet_dev_group_bcast(g, &st, &tk);
 	for (int i = 0; i < n; i++) {

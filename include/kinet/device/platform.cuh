@@ -125,6 +125,10 @@ KINET_DEV_FN void kinet_dev_fence_gpu(void)
 {
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
+KINET_DEV_FN void kinet_dev_fence_acquire_gpu(void)
+{
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+}
 KINET_DEV_FN void kinet_dev_fence_cta(void)
 {
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -321,6 +325,11 @@ KINET_DEV_FN void kinet_dev_fence_acquire_sys(void)
 KINET_DEV_FN void kinet_dev_fence_gpu(void)
 {
 	__threadfence();
+}
+/* fence.acq_rel.gpu: relaxed loads of a QP's counters, then what they allow. */
+KINET_DEV_FN void kinet_dev_fence_acquire_gpu(void)
+{
+	asm volatile("fence.acq_rel.gpu;" ::: "memory");
 }
 /* fence.acq_rel.cta, between threads of one block sharing a QP's counters. */
 KINET_DEV_FN void kinet_dev_fence_cta(void)

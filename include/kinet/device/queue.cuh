@@ -125,6 +125,14 @@ KINET_DEV_FN void kinet_dev_scoped_store_release_u64(int scope, uint64_t *p, uin
 	else
 		kinet_dev_store_release_u64_gpu(p, v);
 }
+/* After relaxed loads of the counters: an acquire of what they showed. */
+KINET_DEV_FN void kinet_dev_scoped_fence_acquire(int scope)
+{
+	if (scope == KINET_DEV_SCOPE_CTA)
+		kinet_dev_fence_cta();
+	else if (scope == KINET_DEV_SCOPE_GPU)
+		kinet_dev_fence_acquire_gpu();
+}
 /* Orders the counter accesses around it (no-op for THREAD). */
 KINET_DEV_FN void kinet_dev_scoped_fence(int scope)
 {
