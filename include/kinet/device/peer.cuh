@@ -82,9 +82,12 @@ KINET_DEV_FN int kinet_dev_peer_size_ok(int g, uint64_t size, uint64_t per_threa
  * of t keyed key with every right in need, else KINET_DEV_PEER_MISS.  The
  * slot count and window fields may come from any cache: slots are written
  * before their key and never reused, and a stale (zero) window fails the
- * range check.  Keys are read at GPU scope, four per load. */
-KINET_DEV_FN int kinet_dev_window_find(const struct kinet_dev_window_table *t, uint32_t key, uint64_t addr,
-				       uint64_t len, uint32_t need, uint8_t **ptr)
+ * range check.  Keys are read at GPU scope, four per load; the first four
+ * (first[], loaded by the caller with everything else it needs) usually
+ * hold them all. */
+KINET_DEV_FN int kinet_dev_window_find(const struct kinet_dev_window_table *t, const uint32_t first[4],
+				       uint32_t key, uint64_t addr, uint64_t len, uint32_t need,
+				       uint8_t **ptr)
 {
 #if defined(KINET_HOST_EMU)
 	uint32_t n = __atomic_load_n(&t->count, __ATOMIC_RELAXED); /* the host publishes it concurrently */
@@ -95,7 +98,11 @@ KINET_DEV_FN int kinet_dev_window_find(const struct kinet_dev_window_table *t, u
 		n = KINET_DEV_PEER_WINDOWS;
 	for (uint32_t i = 0; i < n; i += 4) {
 		uint32_t k[4];
-		kinet_dev_load_coherent_u32x4(&t->key[i], k);
+		if (i)
+			kinet_dev_load_coherent_u32x4(&t->key[i], k);
+		else
+			for (int j = 0; j < 4; j++)
+				k[j] = first[j];
 		for (uint32_t j = 0; j < 4 && i + j < n; j++) {
 			if (k[j] != key)
 				continue;
@@ -156,18 +163,23 @@ KINET_DEV_FN int kinet_dev_peer_resolve(int g, struct kinet_dev_qp *qp,
 		 * of independent loads (an operation's latency is a few of
 		 * these round trips); the acquire comes once, after. */
 		int scope = kinet_dev_qp_scope(qp);
+		const struct kinet_dev_peer *pt = qp->peer;
+		uint32_t first[2][4];
+		kinet_dev_load_coherent_u32x4(pt->local.key, first[0]);
+		kinet_dev_load_coherent_u32x4(pt->remote.key, first[1]);
 		uint32_t err = kinet_dev_scoped_load_relaxed_u32(scope, &qp->sq_error);
 		uint64_t ready = kinet_dev_scoped_load_relaxed_u64(scope, &qp->sq_ready);
 		uint64_t done = kinet_dev_scoped_load_relaxed_u64(scope, &qp->sq_done);
 		for (int i = 0; i < n && !st; i++) {
 			const struct kinet_dev_peer_need *x = &need[i];
 			uint8_t *w = NULL;
-			st = kinet_dev_window_find(x->remote ? &qp->peer->remote : &qp->peer->local, x->key,
-						   x->addr, x->len, x->right, &w);
+			st = kinet_dev_window_find(x->remote ? &pt->remote : &pt->local, first[x->remote],
+						   x->key, x->addr, x->len, x->right, &w);
 			p[i] = (uint64_t)(uintptr_t)w;
 		}
 		if (!st && !err && done >= ready) {
-			kinet_dev_scoped_fence_acquire(scope); /* those WQEs' effects before ours */
+			if (ready) /* those WQEs' effects before ours */
+				kinet_dev_scoped_fence_acquire(scope);
 			tk = ready;
 		} else if (!st) {
 			st = kinet_dev_peer_drain(qp, &tk);
@@ -299,7 +311,9 @@ KINET_DEV_FN int kinet_dev_peer_put_signal_g(int g, struct kinet_dev_qp *qp, con
 		kinet_dev_copy_group(g, ptr[1], ptr[2], size);
 	kinet_dev_group_sync(g);
 	if (kinet_dev_group_rank(g) == 0) {
-		kinet_dev_fence_sys();
+		/* Release: the data (and the group's, synchronised by the
+		 * barrier: fences are cumulative) before the signal. */
+		kinet_dev_fence_release_sys();
 		kinet_dev_red_add_u64_sys((uint64_t *)(void *)ptr[0], add);
 	}
 	return kinet_dev_peer_done(0, tk, ticket);
