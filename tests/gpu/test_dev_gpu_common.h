@@ -73,8 +73,8 @@ static inline int g_buf_alloc(struct kinet_ctx *ctx, struct g_buf *b, size_t len
 	if (gpu) {
 		/* The memset is asynchronous on the legacy stream: finished
 		 * before kernels on non-blocking streams may touch the buffer. */
-		if (cudaMalloc((void **)&b->p, len) != cudaSuccess || cudaMemset(b->p, 0, len) != cudaSuccess ||
-		    cudaDeviceSynchronize() != cudaSuccess)
+		if (cudaMalloc((void **)&b->p, len) != cudaSuccess ||
+		    cudaMemset(b->p, 0, len) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess)
 			return -ENOMEM;
 	} else {
 		if (cudaHostAlloc((void **)&b->p, len, cudaHostAllocMapped | cudaHostAllocPortable) !=

@@ -274,11 +274,19 @@ __global__ void order_sender(struct kinet_dev_qp *d, uint8_t *a, uint32_t akey, 
 			((uint64_t *)(void *)a)[i] = it;
 		__syncthreads();
 		int st = kinet_dev_put_signal_block(d, a, akey, b, bkey, ORDER_BYTES, sig, bkey, 1, NULL);
-		if (!st)
-			st = kinet_dev_signal_wait_until_block(d, ack, KINET_DEV_CMP_GE, it, NULL);
+		int where = 100000;
+		uint64_t seen = 0;
+		if (!st) {
+			where = 300000;
+			st = kinet_dev_signal_wait_until_block(d, ack, KINET_DEV_CMP_GE, it, &seen);
+		}
 		if (st) {
-			if (threadIdx.x == 0)
-				*err = 100000 + st;
+			if (threadIdx.x == 0) {
+				printf("order_sender: iteration %u: %s failed (%d), ack at %llu\n", it,
+				       where == 100000 ? "put_signal" : "ack wait", st,
+				       (unsigned long long)seen);
+				*err = where + st;
+			}
 			return;
 		}
 	}
@@ -301,8 +309,10 @@ __global__ void order_receiver(struct kinet_dev_qp *d, const uint8_t *b, const u
 		if (!st)
 			st = kinet_dev_signal_block(d, ack, akey, 1, NULL);
 		if (st) {
-			if (threadIdx.x == 0)
+			if (threadIdx.x == 0) {
+				printf("order_receiver: iteration %u failed (%d)\n", it, st);
 				*err = 200000 + st;
+			}
 			return;
 		}
 	}
@@ -323,6 +333,15 @@ KT_TEST(put_signal_ordering_under_load)
 	for (int i = 0; i < 2; i++) {
 		cudaSetDevice(f.dev[i]);
 		G_CUDA(cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking));
+	}
+	/* Both kernels loaded before either runs: with lazy module loading
+	 * (CUDA's default) loading the second while the first spins waiting
+	 * for it waits for the first to end. */
+	for (int i = 0; i < 2; i++) {
+		struct cudaFuncAttributes fa;
+		cudaSetDevice(f.dev[i]);
+		G_CUDA(cudaFuncGetAttributes(&fa, order_sender));
+		G_CUDA(cudaFuncGetAttributes(&fa, order_receiver));
 	}
 	cudaSetDevice(f.dev[1]);
 	order_receiver<<<1, 512, 0, s[1]>>>(f.x[1].s.d, b, (const uint64_t *)(const void *)(b + (1u << 20)),

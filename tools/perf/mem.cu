@@ -146,7 +146,8 @@ int perf_fill(enum perf_mem m, void *p, int byte, size_t len)
 {
 	/* Done on return: kernels and engines on other streams use it next. */
 	if (m == PERF_MEM_GPU)
-		return cudaMemset(p, byte, len) == cudaSuccess && cudaDeviceSynchronize() == cudaSuccess ? 0 : -1;
+		return cudaMemset(p, byte, len) == cudaSuccess && cudaDeviceSynchronize() == cudaSuccess ? 0
+													 : -1;
 	memset(p, byte, len);
 	return 0;
 }

@@ -804,12 +804,11 @@ KINET_DEV_FN int kinet_dev_signal_wait_until(struct kinet_dev_qp *qp, const uint
 	struct kinet_dev_deadline d;
 	kinet_dev_deadline_init(&d, kinet_dev_qp_timeout_ns(qp));
 	for (uint32_t i = 1;; i++) {
-		/* Relaxed polls, one acquire once the value is there: an
-		 * acquire load per poll makes every poll slower, and the word
-		 * is seen that much later.  The clock is read every 16 polls. */
-		uint64_t v = kinet_dev_load_relaxed_u64(sig);
+		/* Acquire polls (measured: a relaxed poll plus an acquire once
+		 * the value is there, or a fence, see it later); the clock is
+		 * read every 16 polls. */
+		uint64_t v = kinet_dev_load_acquire_u64_sys(sig);
 		if (kinet_dev_cmp(v, cmp, value)) {
-			kinet_dev_fence_acquire_sys();
 			if (seen)
 				*seen = v;
 			return 0;

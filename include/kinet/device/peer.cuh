@@ -167,9 +167,15 @@ KINET_DEV_FN int kinet_dev_peer_resolve(int g, struct kinet_dev_qp *qp,
 		uint32_t first[2][4];
 		kinet_dev_load_coherent_u32x4(pt->local.key, first[0]);
 		kinet_dev_load_coherent_u32x4(pt->remote.key, first[1]);
-		uint32_t err = kinet_dev_scoped_load_relaxed_u32(scope, &qp->sq_error);
-		uint64_t ready = kinet_dev_scoped_load_relaxed_u64(scope, &qp->sq_ready);
-		uint64_t done = kinet_dev_scoped_load_relaxed_u64(scope, &qp->sq_done);
+		uint32_t err = scope == KINET_DEV_SCOPE_THREAD
+				       ? qp->sq_error
+				       : kinet_dev_load_relaxed_u32_gpu(&qp->sq_error);
+		uint64_t ready = scope == KINET_DEV_SCOPE_THREAD
+					 ? qp->sq_ready
+					 : kinet_dev_load_relaxed_u64_gpu(&qp->sq_ready);
+		uint64_t done = scope == KINET_DEV_SCOPE_THREAD
+					? qp->sq_done
+					: kinet_dev_load_relaxed_u64_gpu(&qp->sq_done);
 		for (int i = 0; i < n && !st; i++) {
 			const struct kinet_dev_peer_need *x = &need[i];
 			uint8_t *w = NULL;

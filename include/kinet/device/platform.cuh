@@ -158,6 +158,14 @@ KINET_DEV_FN uint64_t kinet_dev_load_relaxed_u64(const uint64_t *p)
 {
 	return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
+KINET_DEV_FN uint64_t kinet_dev_load_relaxed_u64_gpu(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+KINET_DEV_FN uint32_t kinet_dev_load_relaxed_u32_gpu(const uint32_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
 KINET_DEV_FN uint32_t kinet_dev_load_relaxed_u32(const uint32_t *p)
 {
 	return __atomic_load_n(p, __ATOMIC_RELAXED);
@@ -370,6 +378,20 @@ KINET_DEV_FN uint32_t kinet_dev_load_acquire_u32_cta(const uint32_t *p)
 KINET_DEV_FN uint64_t kinet_dev_load_relaxed_u64(const uint64_t *p)
 {
 	return *(const volatile uint64_t *)p;
+}
+/* ld.relaxed.gpu: coherent like a volatile load, but free to overlap with
+ * the loads around it (several in one round trip). */
+KINET_DEV_FN uint64_t kinet_dev_load_relaxed_u64_gpu(const uint64_t *p)
+{
+	uint64_t v;
+	asm volatile("ld.relaxed.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+}
+KINET_DEV_FN uint32_t kinet_dev_load_relaxed_u32_gpu(const uint32_t *p)
+{
+	uint32_t v;
+	asm volatile("ld.relaxed.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
 }
 KINET_DEV_FN uint32_t kinet_dev_load_relaxed_u32(const uint32_t *p)
 {
