@@ -114,12 +114,26 @@ int kinet_mr_pack(const struct kinet_mr *mr, struct kinet_mr_info *info);
 
 /* ---- completion queues ----------------------------------------------- */
 
+enum kinet_cq_flags {
+	/* Never report an overrun (ConnectX's "overrun ignore", rdma-core's
+	 * IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN): CQEs are written whatever the
+	 * consumer index in the doorbell record says, over unconsumed ones if
+	 * the consumer falls behind.  For consumers that bound their
+	 * outstanding completions themselves and never publish a consumer
+	 * index, such as GPUNetIO device code (docs/GPUNETIO.md). */
+	KINET_CQ_IGNORE_OVERRUN = 1u << 0,
+};
+
 struct kinet_cq_attr {
 	uint32_t depth; /* CQEs, rounded up to a power of two */
+	uint32_t flags; /* enum kinet_cq_flags */
 };
 int kinet_cq_create(struct kinet_ctx *ctx, const struct kinet_cq_attr *attr, struct kinet_cq **cq);
 int kinet_cq_destroy(struct kinet_cq *cq);
 uint32_t kinet_cq_depth(const struct kinet_cq *cq);
+/* The CQ's number (24 bits, unique among the context's CQs), which WAIT
+ * WQEs name (KINET_WQE_OP_WAIT in wire.h). */
+uint32_t kinet_cq_num(const struct kinet_cq *cq);
 
 enum kinet_wc_opcode {
 	KINET_WC_SEND,

@@ -89,12 +89,14 @@ void kinet_mr_table_unlock(struct kinet_ctx *ctx);
 /* ---- completion queues (cq.c) ---- */
 struct kinet_cq {
 	struct kinet_ctx *ctx;
+	uint32_t cqn;
+	uint32_t flags; /* enum kinet_cq_flags */
 	uint32_t depth;
 	uint32_t log_depth;
 	struct kinet_cqe64 *ring; /* host pointer */
 	uint32_t *dbrec;	  /* host pointer; [0] = consumer index */
 	pthread_mutex_t lock;	  /* writers (engine threads of any context) */
-	uint64_t pi;		  /* CQEs written, under lock */
+	uint64_t pi;		  /* CQEs written; written under lock, read atomically */
 	atomic_bool overrun;
 	pthread_mutex_t poll_lock;
 	uint64_t ci;		      /* host poller */
@@ -126,6 +128,9 @@ struct kinet_cqe_desc {
  * marked overrun; later CQEs are dropped.  Returns 0, -EAGAIN when
  * `may_wait` and the CQ is full (nothing written), -EOVERFLOW on overrun. */
 int kinet_cq_write(struct kinet_cq *cq, const struct kinet_cqe_desc *desc, bool may_wait);
+/* CQEs the context's CQ number cqn has produced (WAIT WQEs): 0, -ENOENT (no
+ * such CQ) or -EOVERFLOW (it overran: the count will not move again). */
+int kinet_cq_produced(struct kinet_ctx *ctx, uint32_t cqn, uint64_t *produced);
 
 /* ---- queue pairs (qp.c) ---- */
 struct kinet_pending; /* engine-private in-flight operation */
@@ -227,6 +232,7 @@ struct kinet_ctx {
 	struct kinet_qp *qps;
 	struct kinet_cq *cqs;
 	uint32_t next_qpn;
+	uint32_t next_cqn;
 
 	pthread_mutex_t atomic_lock; /* GPU-memory atomics targeting this ctx */
 
