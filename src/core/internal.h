@@ -173,10 +173,11 @@ struct kinet_qp {
 
 	/* engine, owned by the thread that runs this QP */
 	struct kinet_engine_thread *owner;
-	uint64_t sq_ci;	     /* next BB to execute */
-	uint64_t sq_seen_pi; /* producer index seen from the doorbell */
-	uint64_t uar_seen;   /* last doorbell value seen (GPU/BF modes) */
-	uint64_t rq_ci;	     /* receive WQEs consumed, under rq_lock */
+	uint64_t sq_ci;	       /* next BB to execute */
+	uint64_t sq_seen_pi;   /* producer index seen from the doorbell */
+	uint64_t db_bad;       /* doorbells that could not be right (src/engine/doorbell.c) */
+	uint64_t db_bad_value; /* the last of them */
+	uint64_t rq_ci;	       /* receive WQEs consumed, under rq_lock */
 	pthread_mutex_t rq_lock;
 	uint64_t retry_start_ns; /* head WQE waiting (RNR), 0 if not */
 	struct kinet_pending *pending_head, *pending_tail;

@@ -194,6 +194,9 @@ int kinet_qp_destroy(struct kinet_qp *qp)
 	if (qp->bf_mismatch)
 		KINET_INFO("qp %u: %llu BlueFlame copies differed from the send queue", qp->qpn,
 			   (unsigned long long)qp->bf_mismatch);
+	if (qp->db_bad > 1)
+		KINET_INFO("qp %u: %llu bad doorbells ignored (the first was logged)", qp->qpn,
+			   (unsigned long long)qp->db_bad);
 	kinet_peer_qp_detach(qp);
 	if (qp->transport && qp->transport->disconnect)
 		qp->transport->disconnect(qp);
