@@ -286,6 +286,15 @@ KINET_WIRE_FN void kinet_wqe_set_wait(struct kinet_wqe_wait_seg *seg, uint32_t c
 	seg->cqn = kinet_be32(cqn & 0xffffff);
 }
 
+/* 1 once a CQ that has produced `produced` CQEs holds the one of index
+ * max_index, which a WAIT naming it waits for.  CQ counters are 24 bits,
+ * so the comparison is serial over 24 bits: an index less than 2^23 ahead
+ * of the last CQE produced is still to come. */
+KINET_WIRE_FN int kinet_wait_reached(uint32_t produced, uint32_t max_index)
+{
+	return ((produced - 1u - max_index) & 0xffffffu) < 0x800000u;
+}
+
 KINET_WIRE_FN uint8_t kinet_cqe_opcode(const struct kinet_cqe64 *cqe)
 {
 	return (uint8_t)(cqe->op_own >> 4);

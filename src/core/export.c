@@ -44,6 +44,7 @@ static int cq_export(struct kinet_cq *cq)
 	d.dbrec = kinet_host_dev_ptr(ctx, cq->dbrec);
 	d.log_depth = cq->log_depth;
 	d.mask = cq->depth - 1;
+	d.cqn = cq->cqn;
 	d.ci = cq->ci;
 	if (!d.cqes || !d.dbrec) {
 		ret = -EIO;

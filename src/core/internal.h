@@ -129,7 +129,8 @@ struct kinet_cqe_desc {
  * `may_wait` and the CQ is full (nothing written), -EOVERFLOW on overrun. */
 int kinet_cq_write(struct kinet_cq *cq, const struct kinet_cqe_desc *desc, bool may_wait);
 /* CQEs the context's CQ number cqn has produced (WAIT WQEs): 0, -ENOENT (no
- * such CQ) or -EOVERFLOW (it overran: the count will not move again). */
+ * such CQ) or -EOVERFLOW (it overran: *produced is set but will not move
+ * again). */
 int kinet_cq_produced(struct kinet_ctx *ctx, uint32_t cqn, uint64_t *produced);
 
 /* ---- queue pairs (qp.c) ---- */
@@ -321,6 +322,8 @@ struct kinet_op {
 	uint32_t rkey;
 	uint64_t swap_add;
 	uint64_t compare;
+	uint32_t wait_cqn; /* WAIT: the CQ number and CQE index awaited */
+	uint32_t wait_index;
 	uint32_t length;	    /* total bytes */
 	bool after_pending;	    /* earlier operations of the QP are still in flight:
 				     * anything that would complete synchronously must

@@ -203,6 +203,20 @@ KT_TEST(wait_wqe_bytes)
 	KT_CHECK_EQ(sizeof(struct kinet_wqe_wait_seg), 16);
 	KT_CHECK_EQ(offsetof(struct kinet_wqe_wait_seg, max_index), 8);
 	KT_CHECK_EQ(offsetof(struct kinet_wqe_wait_seg, cqn), 12);
+
+	/* CQE i exists once i + 1 have been produced, over 24-bit wraps. */
+	KT_CHECK(!kinet_wait_reached(0, 0));
+	KT_CHECK(kinet_wait_reached(1, 0));
+	KT_CHECK(!kinet_wait_reached(5, 5));
+	KT_CHECK(kinet_wait_reached(6, 5));
+	KT_CHECK(kinet_wait_reached(1000, 3));
+	KT_CHECK(!kinet_wait_reached(0x1000000, 0x1000000));
+	KT_CHECK(kinet_wait_reached(0x1000001, 0x1000000));
+	KT_CHECK(kinet_wait_reached(0x1000001, 0xffffff));
+	KT_CHECK(!kinet_wait_reached(0xffffff, 0xffffff));
+	KT_CHECK(kinet_wait_reached(0x2000000, 0xffffff));
+	/* Up to 2^23 - 1 ahead is still to come. */
+	KT_CHECK(!kinet_wait_reached(10, 10 + 0x7ffffe));
 }
 
 /* Inline segment header: 0x80000000 | length, big-endian. */
