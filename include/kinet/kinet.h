@@ -85,6 +85,11 @@ enum kinet_access {
 	KINET_ACCESS_REMOTE_WRITE = 1u << 1,
 	KINET_ACCESS_REMOTE_READ = 1u << 2,
 	KINET_ACCESS_REMOTE_ATOMIC = 1u << 3,
+	/* Zero-based region (as IBV_ACCESS_ZERO_BASED): every address that
+	 * names it in a WQE, through its lkey or its rkey, is an offset from
+	 * its start, not a virtual address; kinet_mr_pack gives addr 0.  What
+	 * NCCL's GIN registers its windows with. */
+	KINET_ACCESS_ZERO_BASED = 1u << 4,
 };
 
 enum kinet_mem_type {
@@ -101,7 +106,8 @@ uint32_t kinet_mr_rkey(const struct kinet_mr *mr);
 enum kinet_mem_type kinet_mr_mem_type(const struct kinet_mr *mr);
 
 /* What a peer needs to target a region: packed by the owner, sent out of
- * band, used as is by the peer (addresses are the owner's). */
+ * band, used as is by the peer (addresses are the owner's; 0 for a
+ * zero-based region, whose addresses are offsets). */
 #define KINET_MR_INFO_TRANSPORT_BYTES 96
 struct kinet_mr_info {
 	uint64_t addr;

@@ -78,11 +78,16 @@ struct kinet_mr_ref {
 	enum kinet_mem_type type;
 };
 
-/* Looks up key in ctx's table and checks [addr, addr+len) and access.
- * Returns 0, -ENOENT (no such key), -ERANGE (outside), -EACCES (right
- * missing).  The table read lock must be held (kinet_mr_table_rdlock). */
+/* Looks up key in ctx's table and checks [addr, addr+len) and access (for
+ * a zero-based region addr is an offset).  Returns 0, -ENOENT (no such
+ * key), -ERANGE (outside), -EACCES (right missing).  The table read lock
+ * must be held (kinet_mr_table_rdlock). */
 int kinet_mr_lookup(struct kinet_ctx *ctx, uint32_t key, uint64_t addr, uint64_t len, unsigned access,
 		    struct kinet_mr_ref *ref);
+/* The same for a pointer a look-up gave before (ref->ptr, which is a
+ * virtual address also for zero-based regions, whose WQEs use offsets). */
+int kinet_mr_lookup_ptr(struct kinet_ctx *ctx, uint32_t key, const void *ptr, uint64_t len, unsigned access,
+			struct kinet_mr_ref *ref);
 void kinet_mr_table_rdlock(struct kinet_ctx *ctx);
 void kinet_mr_table_unlock(struct kinet_ctx *ctx);
 
