@@ -90,6 +90,7 @@ int kinet_cq_destroy(struct kinet_cq *cq)
 	pthread_mutex_unlock(&ctx->obj_lock);
 
 	kinet_dev_free(ctx, cq->dev);
+	kinet_dev_free(ctx, cq->gpunetio);
 	kinet_host_free(ctx, cq->ring);
 	kinet_host_free(ctx, cq->dbrec);
 	pthread_mutex_destroy(&cq->lock);

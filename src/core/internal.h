@@ -16,6 +16,8 @@
 
 struct kinet_engine;
 struct kinet_engine_thread;
+struct kinet_gpunetio_qp;
+struct kinet_gpunetio_cq;
 struct kinet_transport_ops;
 
 /* ---- log (log.c) ---- */
@@ -104,10 +106,11 @@ struct kinet_cq {
 	uint64_t pi;		  /* CQEs written; written under lock, read atomically */
 	atomic_bool overrun;
 	pthread_mutex_t poll_lock;
-	uint64_t ci;		      /* host poller */
-	atomic_int users;	      /* QPs using it */
-	struct kinet_dev_cq *dev;     /* exported descriptor, or NULL */
-	struct kinet_cq *next_in_ctx; /* under ctx->obj_lock */
+	uint64_t ci;			    /* host poller */
+	atomic_int users;		    /* QPs using it */
+	struct kinet_dev_cq *dev;	    /* exported descriptor, or NULL */
+	struct kinet_gpunetio_cq *gpunetio; /* kinet_cq_export_gpunetio's, or NULL */
+	struct kinet_cq *next_in_ctx;	    /* under ctx->obj_lock */
 };
 
 /* A completion the engine wants written. */
@@ -192,6 +195,8 @@ struct kinet_qp {
 	atomic_int refs;      /* transports holding the QP as a target */
 
 	struct kinet_dev_qp *dev; /* exported descriptor, or NULL */
+	/* Exported for GPUNetIO code instead (gpunetio.c), or NULL. */
+	struct kinet_gpunetio_qp *gpunetio;
 	/* Landing place of the old value of device signals (remote adds the
 	 * caller does not read), registered at export. */
 	uint64_t *scratch;
@@ -265,6 +270,8 @@ enum kinet_mem_type kinet_cuda_mem_type(const void *ptr, int *device);
 /* Descriptor memory for export: GPU memory with CUDA, else kinet_host_alloc. */
 void *kinet_dev_alloc(struct kinet_ctx *ctx, size_t size);
 int kinet_dev_copy_in(struct kinet_ctx *ctx, void *dev, const void *src, size_t size);
+/* A descriptor filled on the host, copied to new descriptor memory (export.c). */
+int kinet_dev_export_copy(struct kinet_ctx *ctx, const void *d, size_t len, void **out);
 void kinet_dev_free(struct kinet_ctx *ctx, void *dev);
 /* Frees every MR still registered (ctx close); ctx_free frees the table. */
 void kinet_mr_table_free(struct kinet_ctx *ctx);
