@@ -85,6 +85,11 @@ enum kinet_access {
 	KINET_ACCESS_REMOTE_WRITE = 1u << 1,
 	KINET_ACCESS_REMOTE_READ = 1u << 2,
 	KINET_ACCESS_REMOTE_ATOMIC = 1u << 3,
+	/* Zero-based region (as IBV_ACCESS_ZERO_BASED): every address that
+	 * names it in a WQE, through its lkey or its rkey, is an offset from
+	 * its start, not a virtual address; kinet_mr_pack gives addr 0.  What
+	 * NCCL's GIN registers its windows with. */
+	KINET_ACCESS_ZERO_BASED = 1u << 4,
 };
 
 enum kinet_mem_type {
@@ -101,7 +106,8 @@ uint32_t kinet_mr_rkey(const struct kinet_mr *mr);
 enum kinet_mem_type kinet_mr_mem_type(const struct kinet_mr *mr);
 
 /* What a peer needs to target a region: packed by the owner, sent out of
- * band, used as is by the peer (addresses are the owner's). */
+ * band, used as is by the peer (addresses are the owner's; 0 for a
+ * zero-based region, whose addresses are offsets). */
 #define KINET_MR_INFO_TRANSPORT_BYTES 96
 struct kinet_mr_info {
 	uint64_t addr;
@@ -114,12 +120,26 @@ int kinet_mr_pack(const struct kinet_mr *mr, struct kinet_mr_info *info);
 
 /* ---- completion queues ----------------------------------------------- */
 
+enum kinet_cq_flags {
+	/* Never report an overrun (ConnectX's "overrun ignore", rdma-core's
+	 * IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN): CQEs are written whatever the
+	 * consumer index in the doorbell record says, over unconsumed ones if
+	 * the consumer falls behind.  For consumers that bound their
+	 * outstanding completions themselves and never publish a consumer
+	 * index, such as GPUNetIO device code (docs/GPUNETIO.md). */
+	KINET_CQ_IGNORE_OVERRUN = 1u << 0,
+};
+
 struct kinet_cq_attr {
 	uint32_t depth; /* CQEs, rounded up to a power of two */
+	uint32_t flags; /* enum kinet_cq_flags */
 };
 int kinet_cq_create(struct kinet_ctx *ctx, const struct kinet_cq_attr *attr, struct kinet_cq **cq);
 int kinet_cq_destroy(struct kinet_cq *cq);
 uint32_t kinet_cq_depth(const struct kinet_cq *cq);
+/* The CQ's number (24 bits, unique among the context's CQs), which WAIT
+ * WQEs name (KINET_WQE_OP_WAIT in wire.h). */
+uint32_t kinet_cq_num(const struct kinet_cq *cq);
 
 enum kinet_wc_opcode {
 	KINET_WC_SEND,

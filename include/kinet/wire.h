@@ -36,6 +36,9 @@ enum kinet_wqe_opcode {
 	KINET_WQE_OP_RDMA_READ = 0x10,
 	KINET_WQE_OP_ATOMIC_CS = 0x11,
 	KINET_WQE_OP_ATOMIC_FA = 0x12,
+	/* Cross-channel WAIT: stalls the send queue until a CQ has produced
+	 * the CQE of a given index (ctrl + struct kinet_wqe_wait_seg, ds 2). */
+	KINET_WQE_OP_WAIT = 0x0f,
 };
 
 /* ctrl.fm_ce_se flags. */
@@ -57,6 +60,11 @@ enum kinet_cqe_opcode {
 	KINET_CQE_RESP_ERR = 0xe,
 	KINET_CQE_INVALID = 0xf,
 };
+
+/* The op_own byte of a CQE nobody has written: opcode INVALID, owner 1
+ * (what ConnectX drivers initialise rings with).  Pollers that check only
+ * the owner bit then see no completion in a fresh ring's first pass. */
+#define KINET_CQE_OP_OWN_INIT ((uint8_t)(KINET_CQE_INVALID << 4 | 1))
 
 /* Error CQE syndromes (mlx5_err_cqe.syndrome). */
 enum kinet_cqe_syndrome {
@@ -118,6 +126,15 @@ struct kinet_wqe_atomic_seg {
 	uint64_t compare;
 };
 
+/* WAIT segment, 16 bytes, after the control segment of a WAIT WQE
+ * (mlx5_wqe_wait_en_seg): wait until CQ `cqn` has produced its CQE of index
+ * max_index (24-bit serial comparison), then go on. */
+struct kinet_wqe_wait_seg {
+	uint8_t rsvd[8];
+	uint32_t max_index; /* index of the awaited CQE (CQEs produced - 1) */
+	uint32_t cqn;	    /* CQ number (24 bits) */
+};
+
 /* 64-byte completion queue entry (mlx5_cqe64). */
 struct kinet_cqe64 {
 	uint8_t rsvd0[2];
@@ -165,6 +182,7 @@ KINET_WIRE_STATIC_ASSERT(sizeof(struct kinet_wqe_ctrl_seg) == 16, "ctrl seg");
 KINET_WIRE_STATIC_ASSERT(sizeof(struct kinet_wqe_raddr_seg) == 16, "raddr seg");
 KINET_WIRE_STATIC_ASSERT(sizeof(struct kinet_wqe_data_seg) == 16, "data seg");
 KINET_WIRE_STATIC_ASSERT(sizeof(struct kinet_wqe_atomic_seg) == 16, "atomic seg");
+KINET_WIRE_STATIC_ASSERT(sizeof(struct kinet_wqe_wait_seg) == 16, "wait seg");
 KINET_WIRE_STATIC_ASSERT(sizeof(struct kinet_cqe64) == 64, "cqe64");
 KINET_WIRE_STATIC_ASSERT(sizeof(struct kinet_err_cqe) == 64, "err cqe");
 KINET_WIRE_STATIC_ASSERT(offsetof(struct kinet_cqe64, op_own) == 63, "op_own");
@@ -260,6 +278,23 @@ KINET_WIRE_FN void kinet_wqe_set_atomic(struct kinet_wqe_atomic_seg *seg, uint64
 	seg->compare = kinet_be64(compare);
 }
 
+KINET_WIRE_FN void kinet_wqe_set_wait(struct kinet_wqe_wait_seg *seg, uint32_t cqn, uint32_t max_index)
+{
+	for (int i = 0; i < 8; i++)
+		seg->rsvd[i] = 0;
+	seg->max_index = kinet_be32(max_index);
+	seg->cqn = kinet_be32(cqn & 0xffffff);
+}
+
+/* 1 once a CQ that has produced `produced` CQEs holds the one of index
+ * max_index, which a WAIT naming it waits for.  CQ counters are 24 bits,
+ * so the comparison is serial over 24 bits: an index less than 2^23 ahead
+ * of the last CQE produced is still to come. */
+KINET_WIRE_FN int kinet_wait_reached(uint32_t produced, uint32_t max_index)
+{
+	return ((produced - 1u - max_index) & 0xffffffu) < 0x800000u;
+}
+
 KINET_WIRE_FN uint8_t kinet_cqe_opcode(const struct kinet_cqe64 *cqe)
 {
 	return (uint8_t)(cqe->op_own >> 4);
@@ -272,7 +307,8 @@ KINET_WIRE_FN uint8_t kinet_cqe_owner(const struct kinet_cqe64 *cqe)
 
 /* Owner bit software expects for the CQE at consumer index ci of a ring of
  * 2^log_size entries: 0 on the first pass, flipping every pass.  Rings start
- * filled with INVALID opcodes, which are never taken as valid (as libmlx5). */
+ * filled with KINET_CQE_OP_OWN_INIT: INVALID opcodes, never taken as valid
+ * (as libmlx5), with owner 1, not the first pass's. */
 KINET_WIRE_FN uint8_t kinet_cqe_sw_owner(uint64_t ci, uint32_t log_size)
 {
 	return (uint8_t)((ci >> log_size) & 1);

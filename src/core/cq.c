@@ -34,11 +34,14 @@ int kinet_cq_create(struct kinet_ctx *ctx, const struct kinet_cq_attr *attr, str
 		return KINET_EINVAL("attr", "NULL");
 	if (!attr->depth || attr->depth > CQ_MAX_DEPTH)
 		return KINET_EINVAL("attr->depth", "must be 1..65536");
+	if (attr->flags & ~(uint32_t)KINET_CQ_IGNORE_OVERRUN)
+		return KINET_EINVAL("attr->flags", "unknown flags");
 
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return -ENOMEM;
 	cq->ctx = ctx;
+	cq->flags = attr->flags;
 	cq->log_depth = log2_ceil(attr->depth < CQ_MIN_DEPTH ? CQ_MIN_DEPTH : attr->depth);
 	cq->depth = 1u << cq->log_depth;
 	cq->ring = kinet_host_alloc(ctx, (size_t)cq->depth * sizeof(*cq->ring));
@@ -49,13 +52,15 @@ int kinet_cq_create(struct kinet_ctx *ctx, const struct kinet_cq_attr *attr, str
 		free(cq);
 		return -ENOMEM;
 	}
-	/* INVALID with owner 0 is never taken for a CQE (as libmlx5). */
 	for (i = 0; i < cq->depth; i++)
-		cq->ring[i].op_own = KINET_CQE_INVALID << 4;
+		cq->ring[i].op_own = KINET_CQE_OP_OWN_INIT;
 	pthread_mutex_init(&cq->lock, NULL);
 	pthread_mutex_init(&cq->poll_lock, NULL);
 
 	pthread_mutex_lock(&ctx->obj_lock);
+	cq->cqn = ctx->next_cqn++ & 0xffffff;
+	if (!cq->cqn)
+		cq->cqn = ctx->next_cqn++ & 0xffffff;
 	cq->next_in_ctx = ctx->cqs;
 	ctx->cqs = cq;
 	pthread_mutex_unlock(&ctx->obj_lock);
@@ -85,6 +90,7 @@ int kinet_cq_destroy(struct kinet_cq *cq)
 	pthread_mutex_unlock(&ctx->obj_lock);
 
 	kinet_dev_free(ctx, cq->dev);
+	kinet_dev_free(ctx, cq->gpunetio);
 	kinet_host_free(ctx, cq->ring);
 	kinet_host_free(ctx, cq->dbrec);
 	pthread_mutex_destroy(&cq->lock);
@@ -96,6 +102,30 @@ int kinet_cq_destroy(struct kinet_cq *cq)
 uint32_t kinet_cq_depth(const struct kinet_cq *cq)
 {
 	return cq ? cq->depth : 0;
+}
+
+uint32_t kinet_cq_num(const struct kinet_cq *cq)
+{
+	return cq ? cq->cqn : 0;
+}
+
+int kinet_cq_produced(struct kinet_ctx *ctx, uint32_t cqn, uint64_t *produced)
+{
+	struct kinet_cq *cq;
+	int ret = -ENOENT;
+
+	/* Under obj_lock the CQ cannot be freed (kinet_cq_destroy unlinks it
+	 * under the same lock first). */
+	pthread_mutex_lock(&ctx->obj_lock);
+	for (cq = ctx->cqs; cq; cq = cq->next_in_ctx) {
+		if (cq->cqn != cqn)
+			continue;
+		*produced = __atomic_load_n(&cq->pi, __ATOMIC_ACQUIRE);
+		ret = atomic_load(&cq->overrun) ? -EOVERFLOW : 0;
+		break;
+	}
+	pthread_mutex_unlock(&ctx->obj_lock);
+	return ret;
 }
 
 static void cqe_fill(struct kinet_cqe64 *cqe, const struct kinet_cqe_desc *d)
@@ -134,24 +164,35 @@ static void cqe_publish(struct kinet_cq *cq, struct kinet_cqe64 *cqe, uint8_t cq
 
 	atomic_thread_fence(memory_order_release);
 	__atomic_store_n(&cqe->op_own, op_own, __ATOMIC_RELEASE);
-	cq->pi++;
+	/* Release: a WAIT that sees the count sees the CQE (kinet_cq_produced). */
+	__atomic_store_n(&cq->pi, cq->pi + 1, __ATOMIC_RELEASE);
+}
+
+/* Only the reserved last slot is free; lock held. */
+static bool cq_full(struct kinet_cq *cq)
+{
+	uint32_t ci;
+
+	/* Overrun ignored: the consumer index is not looked at (GPUNetIO
+	 * device code never writes it). */
+	if (cq->flags & KINET_CQ_IGNORE_OVERRUN)
+		return false;
+	ci = kinet_be32(__atomic_load_n(&cq->dbrec[KINET_CQ_DBR_CI], __ATOMIC_ACQUIRE)) & KINET_CQ_CI_MASK;
+	return (((uint32_t)cq->pi - ci) & KINET_CQ_CI_MASK) >= cq->depth - 1;
 }
 
 int kinet_cq_write(struct kinet_cq *cq, const struct kinet_cqe_desc *desc, bool may_wait)
 {
 	struct kinet_cqe_desc ovf;
 	struct kinet_cqe64 *cqe;
-	uint32_t ci, used;
 
 	pthread_mutex_lock(&cq->lock);
 	if (atomic_load(&cq->overrun)) {
 		pthread_mutex_unlock(&cq->lock);
 		return -EOVERFLOW;
 	}
-	ci = kinet_be32(__atomic_load_n(&cq->dbrec[KINET_CQ_DBR_CI], __ATOMIC_ACQUIRE)) & KINET_CQ_CI_MASK;
-	used = ((uint32_t)cq->pi - ci) & KINET_CQ_CI_MASK;
 	cqe = &cq->ring[cq->pi & (cq->depth - 1)];
-	if (used >= cq->depth - 1) {
+	if (cq_full(cq)) {
 		if (may_wait) {
 			pthread_mutex_unlock(&cq->lock);
 			return -EAGAIN;

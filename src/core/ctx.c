@@ -145,6 +145,7 @@ int kinet_ctx_open(const struct kinet_ctx_attr *attr, struct kinet_ctx **out)
 	/* QPNs of different contexts of a process differ, so a stray QPN is
 	 * caught rather than silently naming another context's QP. */
 	ctx->next_qpn = (((atomic_fetch_add(&ctx_seq, 1) % 255) + 1) << 16) | 1;
+	ctx->next_cqn = ctx->next_qpn;
 
 	ctx->dev_err = kinet_host_alloc(ctx, sizeof(*ctx->dev_err));
 	if (!ctx->dev_err) {

@@ -11,8 +11,7 @@
 /* Largest inline payload of a one-BB write WQE: ctrl, raddr, 4-byte header. */
 #define DEV_MAX_INLINE (KINET_WQE_BB_SIZE - 16 - 16 - 4)
 
-/* A descriptor filled on the host, copied to where device code reads it. */
-static int descriptor_copy_out(struct kinet_ctx *ctx, const void *d, size_t len, void **out)
+int kinet_dev_export_copy(struct kinet_ctx *ctx, const void *d, size_t len, void **out)
 {
 	void *dev = kinet_dev_alloc(ctx, len);
 	int ret;
@@ -44,12 +43,13 @@ static int cq_export(struct kinet_cq *cq)
 	d.dbrec = kinet_host_dev_ptr(ctx, cq->dbrec);
 	d.log_depth = cq->log_depth;
 	d.mask = cq->depth - 1;
+	d.cqn = cq->cqn;
 	d.ci = cq->ci;
 	if (!d.cqes || !d.dbrec) {
 		ret = -EIO;
 		goto out;
 	}
-	ret = descriptor_copy_out(ctx, &d, sizeof(d), (void **)&dev);
+	ret = kinet_dev_export_copy(ctx, &d, sizeof(d), (void **)&dev);
 	if (!ret)
 		cq->dev = dev;
 out:
@@ -161,9 +161,15 @@ int kinet_qp_export(struct kinet_qp *qp, struct kinet_dev_qp **dev_qp)
 
 	pthread_mutex_lock(&qp->post_lock);
 	*dev_qp = qp->dev;
+	ret = qp->gpunetio ? -EBUSY : 0;
 	pthread_mutex_unlock(&qp->post_lock);
 	if (*dev_qp)
 		return 0;
+	if (ret) {
+		KINET_ERR("kinet_qp_export: QP %u is exported for GPUNetIO code (kinet_qp_export_gpunetio)",
+			  qp->qpn);
+		return ret;
+	}
 	ret = check_exclusive_cq(qp, scq, "send CQ");
 	if (ret)
 		return ret;
@@ -209,10 +215,14 @@ int kinet_qp_export(struct kinet_qp *qp, struct kinet_dev_qp **dev_qp)
 	pthread_mutex_lock(&qp->post_lock);
 	if (qp->dev)
 		goto out;
+	if (qp->gpunetio) {
+		ret = -EBUSY;
+		goto out;
+	}
 	ret = qp_fill(qp, &d);
 	if (ret)
 		goto out;
-	ret = descriptor_copy_out(ctx, &d, sizeof(d), (void **)&dev);
+	ret = kinet_dev_export_copy(ctx, &d, sizeof(d), (void **)&dev);
 	if (ret)
 		goto out;
 	qp->dev = dev;

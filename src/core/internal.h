@@ -16,6 +16,8 @@
 
 struct kinet_engine;
 struct kinet_engine_thread;
+struct kinet_gpunetio_qp;
+struct kinet_gpunetio_cq;
 struct kinet_transport_ops;
 
 /* ---- log (log.c) ---- */
@@ -78,29 +80,37 @@ struct kinet_mr_ref {
 	enum kinet_mem_type type;
 };
 
-/* Looks up key in ctx's table and checks [addr, addr+len) and access.
- * Returns 0, -ENOENT (no such key), -ERANGE (outside), -EACCES (right
- * missing).  The table read lock must be held (kinet_mr_table_rdlock). */
+/* Looks up key in ctx's table and checks [addr, addr+len) and access (for
+ * a zero-based region addr is an offset).  Returns 0, -ENOENT (no such
+ * key), -ERANGE (outside), -EACCES (right missing).  The table read lock
+ * must be held (kinet_mr_table_rdlock). */
 int kinet_mr_lookup(struct kinet_ctx *ctx, uint32_t key, uint64_t addr, uint64_t len, unsigned access,
 		    struct kinet_mr_ref *ref);
+/* The same for a pointer a look-up gave before (ref->ptr, which is a
+ * virtual address also for zero-based regions, whose WQEs use offsets). */
+int kinet_mr_lookup_ptr(struct kinet_ctx *ctx, uint32_t key, const void *ptr, uint64_t len, unsigned access,
+			struct kinet_mr_ref *ref);
 void kinet_mr_table_rdlock(struct kinet_ctx *ctx);
 void kinet_mr_table_unlock(struct kinet_ctx *ctx);
 
 /* ---- completion queues (cq.c) ---- */
 struct kinet_cq {
 	struct kinet_ctx *ctx;
+	uint32_t cqn;
+	uint32_t flags; /* enum kinet_cq_flags */
 	uint32_t depth;
 	uint32_t log_depth;
 	struct kinet_cqe64 *ring; /* host pointer */
 	uint32_t *dbrec;	  /* host pointer; [0] = consumer index */
 	pthread_mutex_t lock;	  /* writers (engine threads of any context) */
-	uint64_t pi;		  /* CQEs written, under lock */
+	uint64_t pi;		  /* CQEs written; written under lock, read atomically */
 	atomic_bool overrun;
 	pthread_mutex_t poll_lock;
-	uint64_t ci;		      /* host poller */
-	atomic_int users;	      /* QPs using it */
-	struct kinet_dev_cq *dev;     /* exported descriptor, or NULL */
-	struct kinet_cq *next_in_ctx; /* under ctx->obj_lock */
+	uint64_t ci;			    /* host poller */
+	atomic_int users;		    /* QPs using it */
+	struct kinet_dev_cq *dev;	    /* exported descriptor, or NULL */
+	struct kinet_gpunetio_cq *gpunetio; /* kinet_cq_export_gpunetio's, or NULL */
+	struct kinet_cq *next_in_ctx;	    /* under ctx->obj_lock */
 };
 
 /* A completion the engine wants written. */
@@ -126,6 +136,10 @@ struct kinet_cqe_desc {
  * marked overrun; later CQEs are dropped.  Returns 0, -EAGAIN when
  * `may_wait` and the CQ is full (nothing written), -EOVERFLOW on overrun. */
 int kinet_cq_write(struct kinet_cq *cq, const struct kinet_cqe_desc *desc, bool may_wait);
+/* CQEs the context's CQ number cqn has produced (WAIT WQEs): 0, -ENOENT (no
+ * such CQ) or -EOVERFLOW (it overran: *produced is set but will not move
+ * again). */
+int kinet_cq_produced(struct kinet_ctx *ctx, uint32_t cqn, uint64_t *produced);
 
 /* ---- queue pairs (qp.c) ---- */
 struct kinet_pending; /* engine-private in-flight operation */
@@ -168,10 +182,11 @@ struct kinet_qp {
 
 	/* engine, owned by the thread that runs this QP */
 	struct kinet_engine_thread *owner;
-	uint64_t sq_ci;	     /* next BB to execute */
-	uint64_t sq_seen_pi; /* producer index seen from the doorbell */
-	uint64_t uar_seen;   /* last doorbell value seen (GPU/BF modes) */
-	uint64_t rq_ci;	     /* receive WQEs consumed, under rq_lock */
+	uint64_t sq_ci;	       /* next BB to execute */
+	uint64_t sq_seen_pi;   /* producer index seen from the doorbell */
+	uint64_t db_bad;       /* doorbells that could not be right (src/engine/doorbell.c) */
+	uint64_t db_bad_value; /* the last of them */
+	uint64_t rq_ci;	       /* receive WQEs consumed, under rq_lock */
 	pthread_mutex_t rq_lock;
 	uint64_t retry_start_ns; /* head WQE waiting (RNR), 0 if not */
 	struct kinet_pending *pending_head, *pending_tail;
@@ -180,6 +195,8 @@ struct kinet_qp {
 	atomic_int refs;      /* transports holding the QP as a target */
 
 	struct kinet_dev_qp *dev; /* exported descriptor, or NULL */
+	/* Exported for GPUNetIO code instead (gpunetio.c), or NULL. */
+	struct kinet_gpunetio_qp *gpunetio;
 	/* Landing place of the old value of device signals (remote adds the
 	 * caller does not read), registered at export. */
 	uint64_t *scratch;
@@ -227,6 +244,7 @@ struct kinet_ctx {
 	struct kinet_qp *qps;
 	struct kinet_cq *cqs;
 	uint32_t next_qpn;
+	uint32_t next_cqn;
 
 	pthread_mutex_t atomic_lock; /* GPU-memory atomics targeting this ctx */
 
@@ -252,6 +270,8 @@ enum kinet_mem_type kinet_cuda_mem_type(const void *ptr, int *device);
 /* Descriptor memory for export: GPU memory with CUDA, else kinet_host_alloc. */
 void *kinet_dev_alloc(struct kinet_ctx *ctx, size_t size);
 int kinet_dev_copy_in(struct kinet_ctx *ctx, void *dev, const void *src, size_t size);
+/* A descriptor filled on the host, copied to new descriptor memory (export.c). */
+int kinet_dev_export_copy(struct kinet_ctx *ctx, const void *d, size_t len, void **out);
 void kinet_dev_free(struct kinet_ctx *ctx, void *dev);
 /* Frees every MR still registered (ctx close); ctx_free frees the table. */
 void kinet_mr_table_free(struct kinet_ctx *ctx);
@@ -314,6 +334,8 @@ struct kinet_op {
 	uint32_t rkey;
 	uint64_t swap_add;
 	uint64_t compare;
+	uint32_t wait_cqn; /* WAIT: the CQ number and CQE index awaited */
+	uint32_t wait_index;
 	uint32_t length;	    /* total bytes */
 	bool after_pending;	    /* earlier operations of the QP are still in flight:
 				     * anything that would complete synchronously must

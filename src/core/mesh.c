@@ -52,7 +52,7 @@ static int mq_create(struct kinet_ctx *ctx, const struct kinet_mesh_attr *a, str
 {
 	struct kinet_qp_attr qa = a->qp;
 	/* Exported QPs need CQs deeper than their queues (kinet_qp_export). */
-	struct kinet_cq_attr ca = {a->cq_depth ? a->cq_depth : 2 * qa.sq_depth};
+	struct kinet_cq_attr ca = {.depth = a->cq_depth ? a->cq_depth : 2 * qa.sq_depth};
 	int ret = kinet_cq_create(ctx, &ca, &m->scq);
 
 	if (!ret && a->with_recv) {

@@ -13,7 +13,7 @@
 
 #define MR_ACCESS_ALL                                                                                        \
 	(KINET_ACCESS_LOCAL_WRITE | KINET_ACCESS_REMOTE_WRITE | KINET_ACCESS_REMOTE_READ |                   \
-	 KINET_ACCESS_REMOTE_ATOMIC)
+	 KINET_ACCESS_REMOTE_ATOMIC | KINET_ACCESS_ZERO_BASED)
 #define MR_TABLE_MAX (1u << 24)
 
 void kinet_mr_table_rdlock(struct kinet_ctx *ctx)
@@ -147,26 +147,57 @@ void kinet_mr_table_free(struct kinet_ctx *ctx)
 	pthread_rwlock_unlock(&ctx->mr_lock);
 }
 
-int kinet_mr_lookup(struct kinet_ctx *ctx, uint32_t key, uint64_t addr, uint64_t len, unsigned access,
-		    struct kinet_mr_ref *ref)
+static struct kinet_mr *mr_find(struct kinet_ctx *ctx, uint32_t key)
 {
 	uint32_t idx = key >> 8;
 	struct kinet_mr *mr;
 
 	if (idx >= ctx->mr_table_size)
-		return -ENOENT;
+		return NULL;
 	mr = ctx->mr_table[idx];
-	if (!mr || mr->key != key)
-		return -ENOENT;
+	return mr && mr->key == key ? mr : NULL;
+}
+
+/* off: where the access starts, from the region's start. */
+static int mr_check(struct kinet_mr *mr, uint64_t off, uint64_t len, unsigned access,
+		    struct kinet_mr_ref *ref)
+{
 	/* Written so that no sum can overflow; len 0 may sit at the end. */
-	if (addr < mr->addr || len > mr->length || addr - mr->addr > mr->length - len)
+	if (len > mr->length || off > mr->length - len)
 		return -ERANGE;
 	if (access & ~mr->access)
 		return -EACCES;
 	ref->mr = mr;
-	ref->ptr = (void *)(uintptr_t)addr;
+	ref->ptr = (void *)(uintptr_t)(mr->addr + off);
 	ref->type = mr->type;
 	return 0;
+}
+
+int kinet_mr_lookup(struct kinet_ctx *ctx, uint32_t key, uint64_t addr, uint64_t len, unsigned access,
+		    struct kinet_mr_ref *ref)
+{
+	struct kinet_mr *mr = mr_find(ctx, key);
+
+	if (!mr)
+		return -ENOENT;
+	/* A zero-based region is named by offsets. */
+	if (mr->access & KINET_ACCESS_ZERO_BASED)
+		return mr_check(mr, addr, len, access, ref);
+	if (addr < mr->addr)
+		return -ERANGE;
+	return mr_check(mr, addr - mr->addr, len, access, ref);
+}
+
+int kinet_mr_lookup_ptr(struct kinet_ctx *ctx, uint32_t key, const void *ptr, uint64_t len, unsigned access,
+			struct kinet_mr_ref *ref)
+{
+	struct kinet_mr *mr = mr_find(ctx, key);
+
+	if (!mr)
+		return -ENOENT;
+	if ((uintptr_t)ptr < mr->addr)
+		return -ERANGE;
+	return mr_check(mr, (uintptr_t)ptr - mr->addr, len, access, ref);
 }
 
 uint32_t kinet_mr_lkey(const struct kinet_mr *mr)
@@ -194,7 +225,7 @@ int kinet_mr_pack(const struct kinet_mr *mr, struct kinet_mr_info *info)
 	if (!info)
 		return KINET_EINVAL("info", "NULL");
 	memset(info, 0, sizeof(*info));
-	info->addr = mr->addr;
+	info->addr = mr->access & KINET_ACCESS_ZERO_BASED ? 0 : mr->addr;
 	info->length = mr->length;
 	info->rkey = mr->key;
 	info->access = mr->access;

@@ -142,6 +142,10 @@ bool kinet_peer_window_in_process(const struct kinet_ctx *viewer, uint64_t addr,
 
 static bool window_of(const struct kinet_ctx *viewer, const struct kinet_mr *mr, struct kinet_dev_window *w)
 {
+	/* Windows are by address; a zero-based region's WQEs carry offsets,
+	 * so it takes the engine path. */
+	if (mr->access & KINET_ACCESS_ZERO_BASED)
+		return false;
 	return kinet_peer_window_in_process(viewer, mr->addr, mr->length, mr->access, mr->type,
 					    mr->cuda_device, w);
 }

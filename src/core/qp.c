@@ -90,6 +90,7 @@ static void qp_free(struct kinet_qp *qp)
 	struct kinet_ctx *ctx = qp->ctx;
 
 	kinet_dev_free(ctx, qp->dev);
+	kinet_dev_free(ctx, qp->gpunetio);
 	if (qp->scratch_mr)
 		kinet_mr_dereg(qp->scratch_mr);
 	kinet_host_free(ctx, qp->scratch);
@@ -194,6 +195,9 @@ int kinet_qp_destroy(struct kinet_qp *qp)
 	if (qp->bf_mismatch)
 		KINET_INFO("qp %u: %llu BlueFlame copies differed from the send queue", qp->qpn,
 			   (unsigned long long)qp->bf_mismatch);
+	if (qp->db_bad > 1)
+		KINET_INFO("qp %u: %llu bad doorbells ignored (the first was logged)", qp->qpn,
+			   (unsigned long long)qp->db_bad);
 	kinet_peer_qp_detach(qp);
 	if (qp->transport && qp->transport->disconnect)
 		qp->transport->disconnect(qp);

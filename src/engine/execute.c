@@ -142,9 +142,47 @@ static uint8_t decode(struct kinet_engine_thread *t, struct kinet_qp *qp, uint32
 			return synd;
 		return op->nsge == 1 && op->length == 8 ? 0 : KINET_SYND_LOCAL_LENGTH_ERR;
 	}
+	case KINET_WQE_OP_WAIT: {
+		struct kinet_wqe_wait_seg wait;
+		uint32_t opmod;
+
+		memcpy(&opmod, wqe_unit(qp, start, 0), sizeof(opmod));
+		/* opmod 0 waits on a CQ; other modes (wait on data) are not
+		 * supported. */
+		if (ds != 2 || kinet_be32(opmod) >> 24)
+			return KINET_SYND_LOCAL_QP_OP_ERR;
+		memcpy(&wait, wqe_unit(qp, start, 1), sizeof(wait));
+		op->wait_cqn = kinet_be32(wait.cqn) & 0xffffff;
+		op->wait_index = kinet_be32(wait.max_index);
+		return 0;
+	}
 	default:
 		return KINET_SYND_LOCAL_QP_OP_ERR;
 	}
+}
+
+/* WAIT: 1 once the named CQ of the QP's context holds the awaited CQE, 0
+ * while it does not (the WAIT stays at the head of the send queue, for as
+ * long as it takes, as on ConnectX), -1 when it never will: no such CQ (or
+ * it was destroyed meanwhile), or it overran short of the index. */
+static int wait_done(struct kinet_qp *qp, const struct kinet_op *op)
+{
+	uint64_t produced = 0;
+	int rc = kinet_cq_produced(qp->ctx, op->wait_cqn, &produced);
+
+	if (rc == -ENOENT) {
+		KINET_INFO("QP %u: WAIT names CQ %u, which this context does not have", qp->qpn,
+			   op->wait_cqn);
+		return -1;
+	}
+	if (kinet_wait_reached((uint32_t)produced, op->wait_index))
+		return 1;
+	if (rc == -EOVERFLOW) {
+		KINET_INFO("QP %u: WAIT for CQE %u of CQ %u, which overran at %llu", qp->qpn, op->wait_index,
+			   op->wait_cqn, (unsigned long long)produced);
+		return -1;
+	}
+	return 0;
 }
 
 static void complete_requester(struct kinet_qp *qp, const struct kinet_op *op, uint32_t byte_cnt)
@@ -201,8 +239,16 @@ static bool execute_one(struct kinet_engine_thread *t, struct kinet_qp *qp)
 	}
 	if (!synd)
 		synd = decode(t, qp, ds, &op);
-	if (!synd && op.opcode == KINET_WQE_OP_NOP) {
-		/* A NOP completes at once, so only after what is in flight:
+	if (!synd && op.opcode == KINET_WQE_OP_WAIT) {
+		int reached = wait_done(qp, &op);
+
+		if (!reached)
+			return false;
+		if (reached < 0)
+			synd = KINET_SYND_LOCAL_QP_OP_ERR;
+	}
+	if (!synd && (op.opcode == KINET_WQE_OP_NOP || op.opcode == KINET_WQE_OP_WAIT)) {
+		/* Complete at once, so only after what is in flight:
 		 * transports that track operations complete them later. */
 		res.status = op.after_pending ? KINET_EXEC_BUSY : KINET_EXEC_DONE;
 	} else if (!synd) {

@@ -206,7 +206,8 @@ static bool exposed(struct kinet_mr *mr)
 	const unsigned remote =
 		KINET_ACCESS_REMOTE_WRITE | KINET_ACCESS_REMOTE_READ | KINET_ACCESS_REMOTE_ATOMIC;
 
-	if (!(mr->access & remote) || atomic_load(&mr->revoked))
+	/* Windows are by address: a zero-based region takes the engine path. */
+	if (!(mr->access & remote) || (mr->access & KINET_ACCESS_ZERO_BASED) || atomic_load(&mr->revoked))
 		return false;
 	if (mr->type == KINET_MEM_CUDA)
 		rp_ipc_export(mr); /* without a handle the window serves this process only */

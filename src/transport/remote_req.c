@@ -331,8 +331,7 @@ static uint8_t scatter(struct rp_state *rs, struct rp_slot *s, uint32_t off, con
 		uint32_t in = off - pos;
 		uint32_t take = g->len - in < n ? g->len - in : n;
 
-		if (kinet_mr_lookup(rs->ctx, g->key, (uintptr_t)(g->ptr + in), take, KINET_ACCESS_LOCAL_WRITE,
-				    &ref))
+		if (kinet_mr_lookup_ptr(rs->ctx, g->key, g->ptr + in, take, KINET_ACCESS_LOCAL_WRITE, &ref))
 			return KINET_SYND_LOCAL_PROT_ERR;
 		if (rp_copy_sync(t, ref.ptr, ref.type, data, KINET_MEM_HOST, take))
 			return KINET_SYND_LOCAL_QP_OP_ERR;

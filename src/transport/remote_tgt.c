@@ -172,8 +172,7 @@ static int scatter_recv(struct rp_state *rs, struct rp_chan *ch, uint32_t off, c
 			continue;
 		}
 		uint32_t in = off - pos, take = g->len - in < n ? g->len - in : n;
-		if (kinet_mr_lookup(rs->ctx, g->key, (uintptr_t)(g->ptr + in), take, KINET_ACCESS_LOCAL_WRITE,
-				    &ref) ||
+		if (kinet_mr_lookup_ptr(rs->ctx, g->key, g->ptr + in, take, KINET_ACCESS_LOCAL_WRITE, &ref) ||
 		    rp_copy_sync(thread0(rs), ref.ptr, ref.type, data, data_type, take))
 			return -EIO;
 		data += take;

@@ -1,6 +1,7 @@
 /*
- * Completion queues: depth rounding, wrap-around (the owner bit flips each
- * pass), a CQ shared by several QPs and by send and receive, overrun.
+ * Completion queues: depth rounding, the state of a fresh ring, CQ numbers,
+ * wrap-around (the owner bit flips each pass), a CQ shared by several QPs
+ * and by send and receive, overrun and overrun ignored.
  */
 #include "common.h"
 
@@ -22,6 +23,55 @@ KT_TEST(depth_rounding)
 		KT_CHECK(d < 2 * in[i] || d <= 4);
 		KT_OK(kinet_cq_destroy(cq));
 	}
+	kinet_ctx_close(ctx);
+}
+
+/* A fresh ring holds op_own 0xf1 (INVALID, owner 1) in every slot, as
+ * ConnectX drivers initialise it: neither kinet's pollers nor one that looks
+ * only at the owner bit (GPUNetIO's sm_90 path) take a slot of the first
+ * pass for a completion. */
+KT_TEST(fresh_ring)
+{
+	struct kinet_ctx *ctx;
+	struct kinet_cq *cq;
+	struct kinet_wc wc;
+	struct kinet_cq_attr a = {.depth = 64};
+
+	KT_OK(kt_ctx_open(1, &ctx));
+	KT_OK(kinet_cq_create(ctx, &a, &cq));
+	for (uint32_t i = 0; i < cq->depth; i++) {
+		uint8_t op_own = cq->ring[i].op_own;
+		KT_CHECK_EQ(op_own, 0xf1);
+		KT_CHECK(!kinet_cqe_ready(&cq->ring[i], i, cq->log_depth));
+		KT_CHECK((op_own & 1) != kinet_cqe_sw_owner(i, cq->log_depth));
+	}
+	KT_CHECK_EQ(kinet_cq_poll(cq, 1, &wc), 0);
+	KT_OK(kinet_cq_destroy(cq));
+	kinet_ctx_close(ctx);
+}
+
+/* Numbers are 24-bit, non-zero and differ between the CQs of a context. */
+KT_TEST(cq_numbers)
+{
+	struct kinet_ctx *ctx;
+	struct kinet_cq *cq[8];
+
+	KT_OK(kt_ctx_open(1, &ctx));
+	for (int i = 0; i < 8; i++) {
+		struct kinet_cq_attr a = {.depth = 4, .flags = i & 1 ? KINET_CQ_IGNORE_OVERRUN : 0};
+		KT_OK(kinet_cq_create(ctx, &a, &cq[i]));
+		uint32_t n = kinet_cq_num(cq[i]);
+		KT_CHECK(n != 0 && n <= 0xffffff);
+		for (int j = 0; j < i; j++)
+			KT_CHECK(kinet_cq_num(cq[j]) != n);
+	}
+	KT_CHECK_EQ(kinet_cq_num(NULL), 0);
+	struct kinet_cq *bad = NULL;
+	struct kinet_cq_attr a = {.depth = 4, .flags = 1u << 7};
+	KT_CHECK_EQ(kinet_cq_create(ctx, &a, &bad), -EINVAL);
+	KT_CHECK(bad == NULL);
+	for (int i = 0; i < 8; i++)
+		KT_OK(kinet_cq_destroy(cq[i]));
 	kinet_ctx_close(ctx);
 }
 
@@ -274,4 +324,54 @@ KT_TEST(overrun_responder)
 	kinet_ctx_close(ctx);
 }
 
-KT_MAIN(depth_rounding, wrap_nop, wrap_write, wrap_mostly_unsignaled, shared_cq, overrun, overrun_responder)
+/* KINET_CQ_IGNORE_OVERRUN: 40 signaled NOPs into a CQ of 4 that nobody
+ * polls (the consumer index stays 0): no overrun report, the QP stays in
+ * RTS, and the ring holds the last four CQEs with their owner bits, as a
+ * consumer that knows which index it waits for (GPUNetIO) reads them. */
+KT_TEST(overrun_ignored)
+{
+	struct kinet_ctx *ctx;
+	struct kinet_cq *cq;
+	struct kinet_qp *qp;
+	struct kinet_qp_info info;
+	struct kinet_error err;
+	struct kinet_cq_attr ca = {.depth = 4, .flags = KINET_CQ_IGNORE_OVERRUN};
+	struct kinet_qp_attr qa;
+	enum { N = 40 };
+
+	KT_OK(kt_ctx_open(1, &ctx));
+	KT_OK(kinet_cq_create(ctx, &ca, &cq));
+	kinet_qp_attr_init(&qa);
+	qa.send_cq = cq;
+	qa.sq_depth = 64;
+	KT_OK(kinet_qp_create(ctx, &qa, &qp));
+	KT_OK(kinet_qp_info(qp, &info));
+	KT_OK(kinet_qp_connect(qp, &info));
+	struct kinet_send_wr w[N];
+	for (int i = 0; i < N; i++)
+		w[i] = kt_wr((uint64_t)i, KINET_WR_NOP, KINET_SEND_SIGNALED, NULL, 0, 0, 0);
+	int bad = -1;
+	KT_OK(kinet_post_send(qp, w, N, &bad));
+	uint64_t deadline = kt_now_ms() + KT_DEADLINE_MS;
+	while (__atomic_load_n(&cq->pi, __ATOMIC_ACQUIRE) < N && kt_now_ms() < deadline)
+		kt_sleep_ms(1);
+	KT_CHECK_EQ(__atomic_load_n(&cq->pi, __ATOMIC_ACQUIRE), N);
+	for (uint64_t i = N - 4; i < N; i++) {
+		const struct kinet_cqe64 *cqe = &cq->ring[i & 3];
+		KT_CHECK(kinet_cqe_ready(cqe, i, cq->log_depth));
+		KT_CHECK_EQ(kinet_cqe_opcode(cqe), KINET_CQE_REQ);
+		KT_CHECK_EQ(kinet_be16(cqe->wqe_counter), i);
+	}
+	kt_sleep_ms(20);
+	KT_CHECK_EQ(__atomic_load_n(&cq->pi, __ATOMIC_ACQUIRE), N);
+	KT_CHECK_EQ(kinet_qp_state(qp), KINET_QPS_RTS);
+	KT_CHECK(!atomic_load(&cq->overrun));
+	KT_OK(kinet_ctx_last_error(ctx, &err));
+	KT_CHECK_EQ(err.status, 0);
+	KT_OK(kinet_qp_destroy(qp));
+	KT_OK(kinet_cq_destroy(cq));
+	kinet_ctx_close(ctx);
+}
+
+KT_MAIN(depth_rounding, fresh_ring, cq_numbers, wrap_nop, wrap_write, wrap_mostly_unsignaled, shared_cq,
+	overrun, overrun_responder, overrun_ignored)

@@ -83,7 +83,7 @@ static inline struct kinet_ctx *kd_ctx_open(void)
 
 static inline int kd_side_create(struct kd_side *s, struct kinet_ctx *ctx, const struct kd_opts *o)
 {
-	struct kinet_cq_attr ca;
+	struct kinet_cq_attr ca = {.depth = 0};
 	struct kinet_qp_attr qa;
 	int rc;
 

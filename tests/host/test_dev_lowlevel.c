@@ -1,7 +1,8 @@
 /*
  * Device API, low level, under host emulation: WQE layouts byte for byte,
  * reserve / prepare / mark ready / submit in every doorbell mode, CQEs
- * polled at an index, receive WQEs and the receive CQ.
+ * polled at an index, a WAIT on another QP's CQ, receive WQEs and the
+ * receive CQ.
  */
 #include "test_dev_common.h"
 
@@ -94,6 +95,15 @@ KT_TEST(layout_matches_wire)
 	c = (const struct kinet_wqe_ctrl_seg *)(ring + 192);
 	KT_CHECK_EQ(kinet_wqe_ctrl_ds(c), 2); /* no data segment for 0 bytes */
 	KT_CHECK_EQ(kinet_wqe_ctrl_index(c), 3);
+
+	/* wait: ctrl + wait segment (CQ number, CQE index) */
+	memset(ring, 0xee, sizeof(ring));
+	kinet_dev_wqe_prep_wait(&q, 11, KINET_DEV_WQE_SIGNALED, 0x123456, 0x89abcdef);
+	memset(exp, 0, sizeof(exp));
+	kinet_wqe_set_ctrl((struct kinet_wqe_ctrl_seg *)exp, KINET_WQE_OP_WAIT, 11, 0xabcde, 2,
+			   KINET_WQE_CTRL_CQ_UPDATE, 0);
+	kinet_wqe_set_wait((struct kinet_wqe_wait_seg *)(exp + 16), 0x123456, 0x89abcdef);
+	KT_CHECK(memcmp(ring + 192, exp, 64) == 0);
 }
 
 KT_TEST(extend16)
@@ -178,6 +188,24 @@ static void ll_all_ops(enum kinet_db_mode mode)
 	KT_CHECK_EQ(res[2], 100);
 	KT_CHECK_EQ(*target, 100);
 	d->sq_done = idx + 3;
+
+	/* A WAIT on the target's send CQ holds the NOP behind it until the
+	 * target's first CQE exists. */
+	struct kinet_dev_cqe e;
+	uint64_t tidx;
+	KT_OK(kinet_dev_sq_reserve(d, 2, &idx));
+	kinet_dev_wqe_prep_wait(d, idx, KINET_DEV_WQE_SIGNALED, t->send_cq->cqn, 0);
+	kinet_dev_wqe_prep_nop(d, idx + 1, KINET_DEV_WQE_SIGNALED);
+	KT_OK(kinet_dev_sq_commit(d, idx, 2, NULL));
+	KT_CHECK_EQ(kinet_dev_cq_wait_at(d->send_cq, ci, 30000000ull, &e), ETIMEDOUT);
+	KT_OK(kinet_dev_sq_reserve(t, 1, &tidx));
+	kinet_dev_wqe_prep_nop(t, tidx, KINET_DEV_WQE_SIGNALED);
+	KT_OK(kinet_dev_sq_commit(t, tidx, 1, NULL));
+	for (int i = 0; i < 2; i++) {
+		KT_CHECK_EQ(ll_cqe(d, &ci, &wc), 0);
+		KT_CHECK_EQ(wc, (idx + (uint64_t)i) & 0xffff);
+	}
+	d->sq_done = idx + 2;
 
 	/* receives (low level) on the target, then send, send-imm, write-imm */
 	uint64_t ridx;

@@ -178,6 +178,47 @@ KT_TEST(atomic_fa_wqe_bytes)
 	KT_CHECK_BYTES("atomic fa", wqe, want, sizeof(want));
 }
 
+/* WAIT (cross-channel), 2 DS: ctrl + wait segment naming a CQ and the
+ * index of the CQE to wait for. */
+KT_TEST(wait_wqe_bytes)
+{
+	/* clang-format off */
+	static const uint8_t want[32] = {
+		/* ctrl: wqe_index 0x0102, WAIT; qpn 0x000123, ds 2; CQ_UPDATE */
+		0x00, 0x01, 0x02, 0x0f, 0x00, 0x01, 0x23, 0x02,
+		0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x00,
+		/* reserved, max_index 0x00abcdef, cqn 0x00456789 (24 bits kept) */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0xab, 0xcd, 0xef, 0x00, 0x45, 0x67, 0x89
+	};
+	/* clang-format on */
+	uint8_t wqe[KINET_WQE_BB_SIZE];
+	memset(wqe, 0xee, sizeof(wqe));
+	kinet_wqe_set_ctrl((struct kinet_wqe_ctrl_seg *)(void *)wqe, KINET_WQE_OP_WAIT, 0x0102, 0x123, 2,
+			   KINET_WQE_CTRL_CQ_UPDATE, 0);
+	kinet_wqe_set_wait((struct kinet_wqe_wait_seg *)(void *)(wqe + 16), 0xff456789u, 0xabcdef);
+	KT_CHECK_BYTES("wait", wqe, want, sizeof(want));
+	for (size_t i = sizeof(want); i < sizeof(wqe); i++)
+		KT_CHECK_EQ(wqe[i], 0xee);
+	KT_CHECK_EQ(sizeof(struct kinet_wqe_wait_seg), 16);
+	KT_CHECK_EQ(offsetof(struct kinet_wqe_wait_seg, max_index), 8);
+	KT_CHECK_EQ(offsetof(struct kinet_wqe_wait_seg, cqn), 12);
+
+	/* CQE i exists once i + 1 have been produced, over 24-bit wraps. */
+	KT_CHECK(!kinet_wait_reached(0, 0));
+	KT_CHECK(kinet_wait_reached(1, 0));
+	KT_CHECK(!kinet_wait_reached(5, 5));
+	KT_CHECK(kinet_wait_reached(6, 5));
+	KT_CHECK(kinet_wait_reached(1000, 3));
+	KT_CHECK(!kinet_wait_reached(0x1000000, 0x1000000));
+	KT_CHECK(kinet_wait_reached(0x1000001, 0x1000000));
+	KT_CHECK(kinet_wait_reached(0x1000001, 0xffffff));
+	KT_CHECK(!kinet_wait_reached(0xffffff, 0xffffff));
+	KT_CHECK(kinet_wait_reached(0x2000000, 0xffffff));
+	/* Up to 2^23 - 1 ahead is still to come. */
+	KT_CHECK(!kinet_wait_reached(10, 10 + 0x7ffffe));
+}
+
 /* Inline segment header: 0x80000000 | length, big-endian. */
 KT_TEST(inline_header_bytes)
 {
@@ -223,6 +264,7 @@ KT_TEST(cqe_owner_passes)
 	struct kinet_cqe64 ring[N];
 
 	/* A fresh ring is all INVALID: never ready, whatever the owner bit. */
+	KT_CHECK_EQ(KINET_CQE_OP_OWN_INIT, 0xf1);
 	for (int i = 0; i < N; i++) {
 		make_cqe(&ring[i], KINET_CQE_INVALID, 0);
 		KT_CHECK(!kinet_cqe_ready(&ring[i], (uint64_t)i, LOG));
@@ -307,6 +349,7 @@ KT_TEST(constants)
 	KT_CHECK_EQ(KINET_WQE_OP_RDMA_READ, 0x10);
 	KT_CHECK_EQ(KINET_WQE_OP_ATOMIC_CS, 0x11);
 	KT_CHECK_EQ(KINET_WQE_OP_ATOMIC_FA, 0x12);
+	KT_CHECK_EQ(KINET_WQE_OP_WAIT, 0x0f);
 	KT_CHECK_EQ(KINET_WQE_CTRL_CQ_UPDATE, 0x08);
 	KT_CHECK_EQ(KINET_WQE_CTRL_FENCE, 0x40);
 	KT_CHECK_EQ(KINET_WQE_CTRL_SOLICITED, 0x02);
@@ -318,5 +361,5 @@ KT_TEST(constants)
 	KT_CHECK_EQ(KINET_WQE_MAX_DS, 63);
 }
 
-KT_MAIN(be_round_trips, layouts, write_wqe_bytes, write_imm_ctrl_bytes, atomic_fa_wqe_bytes,
+KT_MAIN(be_round_trips, layouts, write_wqe_bytes, write_imm_ctrl_bytes, atomic_fa_wqe_bytes, wait_wqe_bytes,
 	inline_header_bytes, inline_ds_and_bbs, cqe_owner_passes, cqe_fields, constants)

@@ -31,7 +31,7 @@ struct hello {
 static int side_open(struct side *s, int with_recv)
 {
 	struct kinet_ctx_attr ca;
-	struct kinet_cq_attr cqa = {64};
+	struct kinet_cq_attr cqa = {.depth = 64};
 	struct kinet_qp_attr qa;
 	int rc;
 

@@ -199,7 +199,7 @@ static int make_side(struct perf_env *e, struct kinet_ctx *ctx, struct perf_side
 		     int with_rq)
 {
 	const struct perf_opts *o = e->o;
-	struct kinet_cq_attr ca;
+	struct kinet_cq_attr ca = {.depth = 0};
 	struct kinet_qp_attr qa;
 	int rc;
 	/* In pingpong the target side posts too (its device code answers). */

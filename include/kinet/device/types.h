@@ -43,7 +43,7 @@ struct kinet_dev_cq {
 	/* device state */
 	uint64_t ci;	    /* CQEs consumed */
 	uint32_t poll_lock; /* one poller at a time in the high-level API */
-	uint32_t pad;
+	uint32_t cqn;	    /* kinet_cq_num(): what WAIT WQEs name */
 	/* Added by the device API (zero at export is right: it only makes the
 	 * first publication come early).  The consumer index last written to
 	 * dbrec; kinet_dev_cq_consume publishes lazily (docs/DEVICE_API.md). */

@@ -11,6 +11,7 @@
  *   WRITE inline   ctrl raddr inline(4 B hdr + <=28 B) ds 2 + kinet_inline_ds(len)
  *   SEND/SEND_IMM  ctrl data                           ds 2 (1 when 0 bytes)
  *   FETCH_ADD/CS   ctrl raddr atomic data(8 B)         ds 4
+ *   WAIT           ctrl wait                           ds 2
  *
  * A zero-length transfer carries no data segment (mlx5 reads a zero
  * byte_count as 2 GiB).
@@ -58,6 +59,11 @@ union __attribute__((aligned(16))) kinet_dev_wqe {
 		uint32_t byte_count;
 		uint8_t data[KINET_DEV_MAX_INLINE];
 	} inl;
+	struct {
+		struct kinet_wqe_ctrl_seg ctrl;
+		struct kinet_wqe_wait_seg wait;
+		uint64_t pad[4];
+	} wait;
 };
 
 KINET_DEV_FN void kinet_dev_wqe_zero(union kinet_dev_wqe *w)
@@ -133,6 +139,17 @@ KINET_DEV_FN void kinet_dev_wqe_build_atomic(union kinet_dev_wqe *w, uint32_t qp
 	kinet_wqe_set_raddr(&w->atomic.raddr, raddr, rkey);
 	kinet_wqe_set_atomic(&w->atomic.atomic, swap_add, compare);
 	kinet_wqe_set_data(&w->atomic.data, result, 8, lkey);
+}
+
+/* WAIT (cross-channel): the send queue goes no further until CQ number cqn
+ * (kinet_cq_num, struct kinet_dev_cq's cqn) of the same context holds its
+ * CQE of index max_index (24-bit serial comparison, kinet_wait_reached). */
+KINET_DEV_FN void kinet_dev_wqe_build_wait(union kinet_dev_wqe *w, uint32_t qpn, uint64_t idx, uint8_t flags,
+					   uint32_t cqn, uint32_t max_index)
+{
+	kinet_dev_wqe_zero(w);
+	kinet_wqe_set_ctrl(&w->wait.ctrl, KINET_WQE_OP_WAIT, (uint16_t)idx, qpn, 2, flags, 0);
+	kinet_wqe_set_wait(&w->wait.wait, cqn, max_index);
 }
 
 /* ---- the send queue in memory ---- */
@@ -246,6 +263,14 @@ KINET_DEV_FN void kinet_dev_wqe_prep_fetch_add(struct kinet_dev_qp *qp, uint64_t
 	union kinet_dev_wqe w;
 	kinet_dev_wqe_build_atomic(&w, qp->qpn, idx, KINET_WQE_OP_ATOMIC_FA, flags,
 				   (uint64_t)(uintptr_t)result, lkey, raddr, rkey, add, 0);
+	kinet_dev_wqe_store(qp, idx, &w);
+}
+
+KINET_DEV_FN void kinet_dev_wqe_prep_wait(struct kinet_dev_qp *qp, uint64_t idx, uint8_t flags, uint32_t cqn,
+					  uint32_t max_index)
+{
+	union kinet_dev_wqe w;
+	kinet_dev_wqe_build_wait(&w, qp->qpn, idx, flags, cqn, max_index);
 	kinet_dev_wqe_store(qp, idx, &w);
 }
 
