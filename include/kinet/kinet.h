@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kinet/syndrome.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -51,7 +53,7 @@ int kinet_cuda_available(void);
 struct kinet_error {
 	int status;	  /* negative errno; 0 when nothing went wrong */
 	uint32_t qpn;	  /* queue pair it happened on, 0 if none */
-	uint8_t syndrome; /* PRM syndrome of the error CQE, 0 if none */
+	uint8_t syndrome; /* of the error CQE (kinet_wc_status_str), 0 if none */
 	uint8_t opcode;	  /* WQE opcode involved */
 	uint16_t wqe_counter;
 	uint32_t source; /* KINET_ERROR_SOURCE_* */
@@ -67,6 +69,8 @@ void kinet_ctx_clear_error(struct kinet_ctx *ctx);
 int kinet_ctx_pause(struct kinet_ctx *ctx);
 int kinet_ctx_resume(struct kinet_ctx *ctx);
 
+/* A negative (or positive) errno as text.  Completion statuses are not
+ * errnos: kinet_wc_status_str() names those. */
 const char *kinet_strerror(int err);
 
 /* Log levels, from $KINET_LOG (error, warn, info, debug, or 0..3). */
@@ -139,7 +143,7 @@ enum kinet_wc_flags {
 /* A completion decoded from a CQE (as struct ibv_wc). */
 struct kinet_wc {
 	uint64_t wr_id;
-	int status; /* 0, or the PRM syndrome (enum kinet_cqe_syndrome) */
+	int status; /* 0, or the syndrome (enum kinet_cqe_syndrome, kinet/syndrome.h) */
 	uint8_t vendor_err;
 	enum kinet_wc_opcode opcode;
 	uint32_t byte_len;
@@ -153,6 +157,9 @@ struct kinet_wc {
  * -EOVERFLOW once the CQ overran (completions were lost; the CQ and the QPs
  * feeding it are in error), or another negative errno. */
 int kinet_cq_poll(struct kinet_cq *cq, int max, struct kinet_wc *wc);
+/* A completion status (0 or a KINET_SYND_* syndrome) as text, as
+ * ibv_wc_status_str(); also names kinet_error.syndrome.  Static strings. */
+const char *kinet_wc_status_str(int status);
 
 /* ---- queue pairs ------------------------------------------------------ */
 

@@ -390,9 +390,10 @@ static inline int kt_wc_expect(const struct kinet_wc *wc, uint64_t wr_id, int st
 {
 	if (wc->wr_id != wr_id || wc->status != status) {
 		fprintf(stderr,
-			"completion: wr_id %" PRIu64 " status 0x%x vendor 0x%x, expected wr_id %" PRIu64
-			" status 0x%x\n",
-			wc->wr_id, wc->status, wc->vendor_err, wr_id, status);
+			"completion: wr_id %" PRIu64 " status 0x%x (%s) vendor 0x%x, expected wr_id %" PRIu64
+			" status 0x%x (%s)\n",
+			wc->wr_id, wc->status, kinet_wc_status_str(wc->status), wc->vendor_err, wr_id, status,
+			kinet_wc_status_str(status));
 		return -1;
 	}
 	return 0;
