@@ -24,8 +24,13 @@ struct kinet_emu_block {
 	unsigned nblocks;
 };
 
-static _Thread_local unsigned kinet_emu_block_idx;
-static _Thread_local unsigned kinet_emu_grid_blocks = 1;
+#ifdef __cplusplus
+#define KINET_EMU_THREAD_LOCAL thread_local
+#else
+#define KINET_EMU_THREAD_LOCAL _Thread_local
+#endif
+static KINET_EMU_THREAD_LOCAL unsigned kinet_emu_block_idx;
+static KINET_EMU_THREAD_LOCAL unsigned kinet_emu_grid_blocks = 1;
 
 static inline unsigned kinet_dev_block_id(void)
 {
