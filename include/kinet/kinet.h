@@ -46,6 +46,11 @@ int kinet_ctx_open(const struct kinet_ctx_attr *attr, struct kinet_ctx **ctx);
  * context still owns.  Handles of the context are invalid afterwards. */
 int kinet_ctx_close(struct kinet_ctx *ctx);
 const char *kinet_ctx_provider(const struct kinet_ctx *ctx);
+/* Whether kinet_ctx_open() could open provider name ("soft", "mlx5") here:
+ * 0, or -ENODEV (not usable) or -EINVAL (no such provider) with *why (if
+ * not NULL) a static sentence saying why.  Logs nothing: for tools that
+ * list what a machine offers. */
+int kinet_provider_probe(const char *name, const char **why);
 /* 1 when the build has CUDA and a device is usable, else 0. */
 int kinet_cuda_available(void);
 
