@@ -38,6 +38,14 @@ bool kinet_log_demote(bool on);
 void kinet_job_size(int *nranks, int *local);
 void kinet_job_joined(int nranks);
 
+/* ---- pollers (engine/pollers.c) ---- */
+/* Counts polling threads of this process: engine threads, or emulated
+ * device threads. */
+void kinet_pollers_add(bool engine, int delta);
+/* Whether the polling threads of the ranks on this host outnumber the
+ * cores (says so once, at warn level). */
+bool kinet_pollers_oversubscribed(void);
+
 /* ---- env (env.c) ---- */
 long kinet_env_long(const char *name, long dflt);
 const char *kinet_env_str(const char *name, const char *dflt);
