@@ -164,15 +164,16 @@ int kinet_qp_export(struct kinet_qp *qp, struct kinet_dev_qp **dev_qp)
 	pthread_mutex_unlock(&qp->post_lock);
 	if (*dev_qp)
 		return 0;
-	ret = check_exclusive_cq(qp, scq, "send CQ");
-	if (ret)
-		return ret;
+	/* First: such a CQ counts the QP twice among its users. */
 	if (rcq == scq) {
 		KINET_ERR("kinet_qp_export: QP %u uses one CQ for sends and receives; an exported QP needs "
 			  "separate send and receive CQs",
 			  qp->qpn);
 		return -EINVAL;
 	}
+	ret = check_exclusive_cq(qp, scq, "send CQ");
+	if (ret)
+		return ret;
 	if (rcq) {
 		ret = check_exclusive_cq(qp, rcq, "receive CQ");
 		if (ret)
