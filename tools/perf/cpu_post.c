@@ -97,8 +97,8 @@ static int reap(struct perf_env *e, int q, int max, char *err, size_t errlen)
 	}
 	for (int i = 0; i < n; i++) {
 		if (wc[i].status) {
-			snprintf(err, errlen, "completion error, syndrome 0x%x (vendor 0x%x)", wc[i].status,
-				 wc[i].vendor_err);
+			snprintf(err, errlen, "completion error: %s (syndrome 0x%x, vendor 0x%x)",
+				 kinet_wc_status_str(wc[i].status), wc[i].status, wc[i].vendor_err);
 			return -EIO;
 		}
 	}
