@@ -271,11 +271,12 @@ int main(int argc, char **argv)
 		if (status[s]) {
 			struct kinet_error err;
 			ok = 0;
-			fprintf(stderr, "put_signal_pingpong: side %d failed: status %d%s\n", s, status[s],
-				status[s] == -1 ? " (wrong data)" : "");
+			fprintf(stderr, "put_signal_pingpong: side %d failed: %s\n", s,
+				status[s] == -1 ? "wrong data" : kinet_strerror(status[s]));
 			if (!kinet_ctx_last_error(ctx, &err) && err.status)
-				fprintf(stderr, "  context error: %s, QP %u, syndrome 0x%x\n",
-					kinet_strerror(err.status), err.qpn, err.syndrome);
+				fprintf(stderr, "  context error: %s, QP %u: %s\n",
+					kinet_strerror(err.status), err.qpn,
+					kinet_wc_status_str(err.syndrome));
 		}
 	}
 	if (ok) {

@@ -53,14 +53,46 @@ kinet_need_packages() {
 	$sudo apt-get install -y --no-install-recommends "${missing[@]}"
 }
 
-# Packages every build needs.
+# What the demo needs (a build of the library and one example, in C)...
 # shellcheck disable=SC2034 # used by the scripts that source this file
-KINET_BUILD_PACKAGES=(cmake gcc g++ make pkg-config libibverbs-dev libfabric-dev iproute2)
+KINET_DEMO_PACKAGES=(cmake gcc make)
+# ... and what the tests need: C++ (the headers' C++ test), libfabric (the
+# ofi transport), libibverbs (the wire-format check against mlx5dv.h),
+# iproute2 (network namespaces), pkg-config, clang-format.
+# shellcheck disable=SC2034
+KINET_TEST_PACKAGES=(cmake gcc g++ make pkg-config libibverbs-dev libfabric-dev iproute2 clang-format)
 
-# Configure (once) and build into $1.  Extra arguments go to cmake.
-kinet_build() {
+# kinet_configure DIR [cmake arguments...]
+kinet_configure() {
 	local dir=$1
 	shift
 	cmake -S "$KINET_ROOT" -B "$dir" "$@"
-	cmake --build "$dir" -j "$(nproc)"
+}
+
+# kinet_build DIR [cmake --build arguments, e.g. --target T]: with all cores.
+kinet_build() {
+	local dir=$1
+	shift
+	cmake --build "$dir" -j "$(nproc)" "$@"
+}
+
+# kinet_skip_reasons CTEST_OUTPUT LAST_TEST_LOG: each test ctest reported as
+# skipped, with the reasons it printed (its "SKIP: ..." lines, else its
+# last line), which ctest shows only with -V.
+kinet_skip_reasons() {
+	local names
+	names=$(sed -n 's/^.*Test *#[0-9]*: \([^ ]*\) .*\*\*\*Skipped.*$/\1/p' "$1")
+	[ -n "$names" ] || return 0
+	echo "Skipped tests and why:"
+	for name in $names; do
+		awk -v t="$name" '
+			$0 ~ "^[0-9]+/[0-9]+ Test: " t "$" { state = 1; next }
+			state == 1 && /^Output:/ { state = 2; next }
+			state == 2 && /^<end of output>/ { exit }
+			state == 2 && /^-+$/ { next }
+			state == 2 && NF { last = $0 }
+			state == 2 && /SKIP:/ { r = $0; sub(/^.*SKIP: */, "", r); if (!(r in seen)) { seen[r] = 1; print "  " t ": " r }; found = 1 }
+			END { if (!found) print "  " t ": " (last ? last : "(no reason printed)") }
+		' "$2"
+	done
 }

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kinet/syndrome.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -44,6 +46,11 @@ int kinet_ctx_open(const struct kinet_ctx_attr *attr, struct kinet_ctx **ctx);
  * context still owns.  Handles of the context are invalid afterwards. */
 int kinet_ctx_close(struct kinet_ctx *ctx);
 const char *kinet_ctx_provider(const struct kinet_ctx *ctx);
+/* Whether kinet_ctx_open() could open provider name ("soft", "mlx5") here:
+ * 0, or -ENODEV (not usable) or -EINVAL (no such provider) with *why (if
+ * not NULL) a static sentence saying why.  Logs nothing: for tools that
+ * list what a machine offers. */
+int kinet_provider_probe(const char *name, const char **why);
 /* 1 when the build has CUDA and a device is usable, else 0. */
 int kinet_cuda_available(void);
 
@@ -51,7 +58,7 @@ int kinet_cuda_available(void);
 struct kinet_error {
 	int status;	  /* negative errno; 0 when nothing went wrong */
 	uint32_t qpn;	  /* queue pair it happened on, 0 if none */
-	uint8_t syndrome; /* PRM syndrome of the error CQE, 0 if none */
+	uint8_t syndrome; /* of the error CQE (kinet_wc_status_str), 0 if none */
 	uint8_t opcode;	  /* WQE opcode involved */
 	uint16_t wqe_counter;
 	uint32_t source; /* KINET_ERROR_SOURCE_* */
@@ -67,6 +74,8 @@ void kinet_ctx_clear_error(struct kinet_ctx *ctx);
 int kinet_ctx_pause(struct kinet_ctx *ctx);
 int kinet_ctx_resume(struct kinet_ctx *ctx);
 
+/* A negative (or positive) errno as text.  Completion statuses are not
+ * errnos: kinet_wc_status_str() names those. */
 const char *kinet_strerror(int err);
 
 /* Log levels, from $KINET_LOG (error, warn, info, debug, or 0..3). */
@@ -159,7 +168,7 @@ enum kinet_wc_flags {
 /* A completion decoded from a CQE (as struct ibv_wc). */
 struct kinet_wc {
 	uint64_t wr_id;
-	int status; /* 0, or the PRM syndrome (enum kinet_cqe_syndrome) */
+	int status; /* 0, or the syndrome (enum kinet_cqe_syndrome, kinet/syndrome.h) */
 	uint8_t vendor_err;
 	enum kinet_wc_opcode opcode;
 	uint32_t byte_len;
@@ -173,6 +182,9 @@ struct kinet_wc {
  * -EOVERFLOW once the CQ overran (completions were lost; the CQ and the QPs
  * feeding it are in error), or another negative errno. */
 int kinet_cq_poll(struct kinet_cq *cq, int max, struct kinet_wc *wc);
+/* A completion status (0 or a KINET_SYND_* syndrome) as text, as
+ * ibv_wc_status_str(); also names kinet_error.syndrome.  Static strings. */
+const char *kinet_wc_status_str(int status);
 
 /* ---- queue pairs ------------------------------------------------------ */
 

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kinet/syndrome.h"
+
 #if defined(__CUDACC__)
 #define KINET_WIRE_FN static __host__ __device__ __forceinline__
 #else
@@ -65,23 +67,6 @@ enum kinet_cqe_opcode {
  * (what ConnectX drivers initialise rings with).  Pollers that check only
  * the owner bit then see no completion in a fresh ring's first pass. */
 #define KINET_CQE_OP_OWN_INIT ((uint8_t)(KINET_CQE_INVALID << 4 | 1))
-
-/* Error CQE syndromes (mlx5_err_cqe.syndrome). */
-enum kinet_cqe_syndrome {
-	KINET_SYND_LOCAL_LENGTH_ERR = 0x01,
-	KINET_SYND_LOCAL_QP_OP_ERR = 0x02,
-	KINET_SYND_LOCAL_PROT_ERR = 0x04,
-	KINET_SYND_WR_FLUSH_ERR = 0x05,
-	KINET_SYND_MW_BIND_ERR = 0x06,
-	KINET_SYND_BAD_RESP_ERR = 0x10,
-	KINET_SYND_LOCAL_ACCESS_ERR = 0x11,
-	KINET_SYND_REMOTE_INVAL_REQ_ERR = 0x12,
-	KINET_SYND_REMOTE_ACCESS_ERR = 0x13,
-	KINET_SYND_REMOTE_OP_ERR = 0x14,
-	KINET_SYND_TRANSPORT_RETRY_EXC_ERR = 0x15,
-	KINET_SYND_RNR_RETRY_EXC_ERR = 0x16,
-	KINET_SYND_REMOTE_ABORTED_ERR = 0x22,
-};
 
 /* Doorbell record word indices (mlx5: MLX5_RCV_DBR, MLX5_SND_DBR). */
 #define KINET_DBR_RECV 0

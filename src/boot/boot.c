@@ -84,6 +84,7 @@ int boot_start(int rank, int nranks, int timeout_ms, uint64_t magic, const struc
 		return rc;
 	}
 	KINET_INFO("bootstrap: rank %d of %d joined (root %s)", rank, nranks, nranks > 1 ? b->root : "-");
+	kinet_job_joined(nranks);
 	*boot = b;
 	return 0;
 }

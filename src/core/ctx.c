@@ -51,25 +51,46 @@ void kinet_ctx_attr_init(struct kinet_ctx_attr *attr)
 	attr->cuda_device = -1;
 }
 
+int kinet_provider_probe(const char *name, const char **why)
+{
+	const char *reason = NULL;
+	int ret = 0;
+
+	if (!name) {
+		reason = "no provider named";
+		ret = -EINVAL;
+	} else if (!strcmp(name, "mlx5")) {
+		reason = "the ConnectX hardware provider is not available in this build yet "
+			 "(rdma-core will be loaded at run time once it lands)";
+		ret = -ENODEV;
+	} else if (strcmp(name, "soft")) {
+		reason = "no such provider (soft or mlx5)";
+		ret = -EINVAL;
+	}
+	if (why)
+		*why = reason;
+	return ret;
+}
+
 static int choose_provider(const char *name, const char **chosen)
 {
-	if (!strcmp(name, "soft")) {
-		*chosen = "soft";
-		return 0;
-	}
+	const char *why;
+	int ret;
+
 	if (!strcmp(name, "auto")) {
 		KINET_INFO("provider auto: the ConnectX (mlx5) provider is not available in this build, "
 			   "using the software NIC");
 		*chosen = "soft";
 		return 0;
 	}
-	if (!strcmp(name, "mlx5")) {
-		KINET_ERR("provider mlx5: the ConnectX hardware provider is not available in this build yet "
-			  "(rdma-core will be loaded at run time once it lands); use KINET_PROVIDER=soft");
-		return -ENODEV;
-	}
-	KINET_ERR("unknown provider '%s' (auto, soft or mlx5)", name);
-	return -EINVAL;
+	ret = kinet_provider_probe(name, &why);
+	if (ret == -ENODEV)
+		KINET_ERR("provider %s: %s; use KINET_PROVIDER=soft", name, why);
+	else if (ret)
+		KINET_ERR("unknown provider '%s' (auto, soft or mlx5)", name);
+	else
+		*chosen = "soft";
+	return ret;
 }
 
 static int choose_cuda_device(int want, int *device)

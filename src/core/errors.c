@@ -63,6 +63,8 @@ const char *kinet_strerror(int err)
 		return "timed out";
 	case EHOSTUNREACH:
 		return "peer unreachable by any available transport";
+	case EADDRINUSE:
+		return "address already in use";
 	case EALREADY:
 		return "already in progress";
 	case ECANCELED:

@@ -170,15 +170,16 @@ int kinet_qp_export(struct kinet_qp *qp, struct kinet_dev_qp **dev_qp)
 			  qp->qpn);
 		return ret;
 	}
-	ret = check_exclusive_cq(qp, scq, "send CQ");
-	if (ret)
-		return ret;
+	/* First: such a CQ counts the QP twice among its users. */
 	if (rcq == scq) {
 		KINET_ERR("kinet_qp_export: QP %u uses one CQ for sends and receives; an exported QP needs "
 			  "separate send and receive CQs",
 			  qp->qpn);
 		return -EINVAL;
 	}
+	ret = check_exclusive_cq(qp, scq, "send CQ");
+	if (ret)
+		return ret;
 	if (rcq) {
 		ret = check_exclusive_cq(qp, rcq, "receive CQ");
 		if (ret)

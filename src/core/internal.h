@@ -29,6 +29,25 @@ void kinet_log(enum kinet_log_level level, const char *fmt, ...) __attribute__((
 /* Logs "<func>: invalid argument '<name>': <why>" and yields -EINVAL. */
 #define KINET_EINVAL(name, why) (KINET_ERR("%s: invalid argument '%s': %s", __func__, name, why), -EINVAL)
 
+/* While on (this thread), error and warning lines are logged at info
+ * level: for what the library tries without being asked (a carrier opened
+ * in case a peer needs it).  Returns the previous setting. */
+bool kinet_log_demote(bool on);
+
+/* ---- the job (boot/job.c) ---- */
+/* Ranks of the job and of them on this host: 1 each when nothing (launcher
+ * variables, a kinet_boot joined) says more. */
+void kinet_job_size(int *nranks, int *local);
+void kinet_job_joined(int nranks);
+
+/* ---- pollers (engine/pollers.c) ---- */
+/* Counts polling threads of this process: engine threads, or emulated
+ * device threads. */
+void kinet_pollers_add(bool engine, int delta);
+/* Whether the polling threads of the ranks on this host outnumber the
+ * cores (says so once, at warn level). */
+bool kinet_pollers_oversubscribed(void);
+
 /* ---- env (env.c) ---- */
 long kinet_env_long(const char *name, long dflt);
 const char *kinet_env_str(const char *name, const char *dflt);

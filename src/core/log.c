@@ -16,6 +16,7 @@ static atomic_bool log_level_set;
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
+static _Thread_local bool log_demoted;
 
 static void log_init(void)
 {
@@ -45,6 +46,14 @@ void kinet_log_set_level(enum kinet_log_level level)
 	atomic_store(&log_level, level);
 }
 
+bool kinet_log_demote(bool on)
+{
+	bool was = log_demoted;
+
+	log_demoted = on;
+	return was;
+}
+
 void kinet_log(enum kinet_log_level level, const char *fmt, ...)
 {
 	char msg[1024];
@@ -53,6 +62,8 @@ void kinet_log(enum kinet_log_level level, const char *fmt, ...)
 	pthread_once(&log_once, log_init);
 	if ((unsigned)level > KINET_LOG_DEBUG)
 		level = KINET_LOG_DEBUG;
+	if (log_demoted && level < KINET_LOG_INFO)
+		level = KINET_LOG_INFO;
 	if ((int)level > atomic_load_explicit(&log_level, memory_order_relaxed))
 		return;
 	va_start(ap, fmt);

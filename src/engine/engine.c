@@ -47,8 +47,9 @@ static void *engine_main(void *arg)
 {
 	struct kinet_engine_thread *t = arg;
 	struct kinet_engine *e = t->engine;
-	uint64_t idle_since = 0, sleep_ns = 20000;
+	uint64_t idle_since = 0, sleep_ns = 20000, spin_ns = 0;
 
+	kinet_pollers_add(true, 1);
 	if (kinet_engine_thread_cuda_init(t))
 		KINET_WARN("engine thread %d: no CUDA stream, GPU memory operations will fail", t->index);
 
@@ -73,15 +74,18 @@ static void *engine_main(void *arg)
 			continue;
 		}
 		uint64_t now = kinet_now_ns();
-		if (!idle_since)
+		if (!idle_since) {
 			idle_since = now;
+			/* Spinning on a core another poller needs delays it. */
+			spin_ns = e->spin_set || !kinet_pollers_oversubscribed() ? e->spin_ns : 0;
+		}
 		uint64_t idle = now - idle_since;
-		if (idle < e->spin_ns) {
+		if (idle < spin_ns) {
 			/* One pause per look: a device doorbell is seen within a
 			 * pass, not after a long burst of pauses (a pause is
 			 * ~140 cycles on recent x86). */
 			cpu_relax();
-		} else if (idle < e->spin_ns + e->yield_ns) {
+		} else if (idle < spin_ns + e->yield_ns) {
 			sched_yield();
 		} else {
 			engine_sleep(t, sleep_ns);
@@ -91,6 +95,7 @@ static void *engine_main(void *arg)
 				sleep_ns = e->sleep_max_ns;
 		}
 	}
+	kinet_pollers_add(true, -1);
 	return NULL;
 }
 
@@ -103,6 +108,7 @@ int kinet_engine_start(struct kinet_ctx *ctx, int nthreads)
 	e->ctx = ctx;
 	e->nthreads = nthreads;
 	e->spin_ns = (uint64_t)kinet_env_long("KINET_ENGINE_SPIN_US", 200) * 1000;
+	e->spin_set = kinet_env_str("KINET_ENGINE_SPIN_US", NULL) != NULL;
 	e->yield_ns = (uint64_t)kinet_env_long("KINET_ENGINE_YIELD_US", 5000) * 1000;
 	e->sleep_max_ns = (uint64_t)kinet_env_long("KINET_ENGINE_SLEEP_MAX_US", 200) * 1000;
 	if (e->sleep_max_ns < 20000)

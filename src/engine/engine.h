@@ -60,6 +60,7 @@ struct kinet_engine {
 	atomic_bool stop;
 	atomic_bool paused;
 	uint64_t spin_ns;  /* busy-poll this long after the last work */
+	bool spin_set;	   /* from $KINET_ENGINE_SPIN_US: kept when cores are short */
 	uint64_t yield_ns; /* then sched_yield this long */
 	uint64_t sleep_max_ns;
 };

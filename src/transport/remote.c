@@ -14,6 +14,15 @@
  * forced choice is used or the connect fails with the reason.  Forcing
  * node within one process works (two contexts talk over shared memory),
  * which is how single-process tests reach the protocol.
+ *
+ * Carriers open on first need.  An address in the info needs its carrier
+ * open (an inbox in /dev/shm; a fabric endpoint, with tcp a listening
+ * port), which costs start-up time, so kinet_qp_info() opens one only when
+ * a peer elsewhere may use it: $KINET_TRANSPORT names it, or the process is
+ * one rank of several (ofi: of ranks that may span hosts), or
+ * $KINET_CARRIERS=always (processes paired by hand, without a launcher).
+ * A carrier opened on a guess that fails is reported at info level, since
+ * nothing asked for it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -175,16 +184,26 @@ struct rp_state *rp_state_get(struct kinet_ctx *ctx)
 	return rs;
 }
 
-struct rp_carrier *rp_carrier_get(struct rp_state *rs, enum rp_kind kind)
+struct rp_carrier *rp_carrier_get(struct rp_state *rs, enum rp_kind kind, bool asked)
 {
 	struct rp_carrier *car = &rs->car[kind];
+	const char *name = kind == RP_NODE ? "node" : "ofi";
 
 	if (!car->tried) {
+		bool was = kinet_log_demote(!asked);
+
 		car->tried = true;
 		car->rc = car->ops ? car->ops->open(rs->ctx, &car->c) : -ENOSYS;
+		kinet_log_demote(was);
+		car->reported = asked;
 		if (car->rc)
-			KINET_INFO("remote: %s carrier unavailable: %s", kind == RP_NODE ? "node" : "ofi",
+			KINET_INFO("remote: %s carrier unavailable: %s", name,
 				   car->ops ? kinet_strerror(car->rc) : "built without libfabric");
+	} else if (!car->c && asked && !car->reported) {
+		/* It failed when nothing asked for it, so quietly. */
+		car->reported = true;
+		KINET_ERR("remote: the %s carrier did not open: %s (KINET_LOG=info shows why)", name,
+			  kinet_strerror(car->rc));
 	}
 	return car->c ? car : NULL;
 }
@@ -202,24 +221,45 @@ static const char *transport_mode(void)
 	return kinet_env_str("KINET_TRANSPORT", "auto");
 }
 
+/* Whether kinet_qp_info() opens the node and the ofi carrier (see the top
+ * of this file). */
+static void carriers_wanted(const char *mode, bool *node, bool *ofi)
+{
+	const char *when = kinet_env_str("KINET_CARRIERS", "auto");
+	bool always = !strcmp(when, "always");
+	int nranks, local;
+
+	if (!always && strcmp(when, "auto")) {
+		static atomic_bool warned;
+
+		if (!atomic_exchange(&warned, true))
+			KINET_WARN("KINET_CARRIERS=%s: expected auto or always; using auto", when);
+	}
+	kinet_job_size(&nranks, &local);
+	*node = !strcmp(mode, "node") || (!strcmp(mode, "auto") && (always || nranks > 1));
+	*ofi = !strcmp(mode, "ofi") || (!strcmp(mode, "auto") && (always || local < nranks));
+}
+
 void kinet_remote_fill_info(struct kinet_ctx *ctx, struct kinet_qp_info *info)
 {
 	const char *mode = transport_mode();
+	bool asked = strcmp(mode, "auto") != 0, want_node, want_ofi;
 	struct rp_state *rs;
 	struct rp_carrier *car;
 
 	pthread_once(&host_once, host_id_init);
 	put64(info->transport, host_id);
-	if (!strcmp(mode, "local") || !(rs = rp_state_get(ctx)))
+	carriers_wanted(mode, &want_node, &want_ofi);
+	if ((!want_node && !want_ofi) || !(rs = rp_state_get(ctx)))
 		return;
 	pthread_mutex_lock(&rs->lock);
-	if (strcmp(mode, "ofi") && (car = rp_carrier_get(rs, RP_NODE))) {
+	if (want_node && (car = rp_carrier_get(rs, RP_NODE, asked))) {
 		size_t len = INFO_NODE_LEN;
 
 		if (car->ops->address(car->c, info->transport + INFO_NODE_OFF, &len) || len != INFO_NODE_LEN)
 			memset(info->transport + INFO_NODE_OFF, 0, INFO_NODE_LEN);
 	}
-	if (strcmp(mode, "node") && (car = rp_carrier_get(rs, RP_OFI))) {
+	if (want_ofi && (car = rp_carrier_get(rs, RP_OFI, asked))) {
 		uint8_t addr[KINET_CARRIER_ADDR_MAX];
 		size_t len = sizeof(addr);
 
@@ -266,6 +306,13 @@ const struct kinet_transport_ops *kinet_remote_choose(struct kinet_ctx *ctx,
 			  same_host ? "of a context without a shared-memory inbox" : "on another host");
 		return NULL;
 	}
+	if (!strcmp(mode, "auto") && !has_node_addr(remote) && !remote->transport[INFO_OFI_LEN_OFF]) {
+		KINET_ERR("QP %u is of a process that opened no carriers: kinet_qp_info() opens them "
+			  "in a rank of a launched job (kinetrun, mpirun, srun, kinet_boot); set "
+			  "KINET_CARRIERS=always in processes paired by other means",
+			  remote->qpn);
+		return NULL;
+	}
 	if (!strcmp(mode, "ofi") || !strcmp(mode, "auto")) {
 		if (ofi_ok)
 			return &kinet_transport_ofi;
@@ -291,7 +338,7 @@ static int rp_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote, e
 	if (!rs || !(p = calloc(1, sizeof(*p))))
 		return -ENOMEM;
 	pthread_mutex_lock(&rs->lock);
-	car = rp_carrier_get(rs, kind);
+	car = rp_carrier_get(rs, kind, true);
 	if (!car) {
 		pthread_mutex_unlock(&rs->lock);
 		free(p);

@@ -138,6 +138,7 @@ struct rp_carrier {
 	const struct kinet_carrier_ops *ops;
 	struct kinet_carrier *c;
 	bool tried;
+	bool reported; /* its failure was logged as an error */
 	int rc;
 };
 
@@ -236,8 +237,10 @@ struct rp_state {
 /* remote.c */
 struct rp_state *rp_state_get(struct kinet_ctx *ctx);
 /* The carrier of that kind, opened on first use (rs->lock held); NULL when
- * it cannot be opened. */
-struct rp_carrier *rp_carrier_get(struct rp_state *rs, enum rp_kind kind);
+ * it cannot be opened.  asked: something needs it (a connect, a forced
+ * $KINET_TRANSPORT), so failing is an error; else it opens on a guess and
+ * its failures are logged at info level. */
+struct rp_carrier *rp_carrier_get(struct rp_state *rs, enum rp_kind kind, bool asked);
 struct rp_qp *rp_find_qp(struct rp_state *rs, uint32_t qpn);
 /* Copies between a flat buffer and GPU or host memory on engine thread 0
  * (remote_progress runs there), waiting for the copy. */

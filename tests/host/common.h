@@ -390,9 +390,10 @@ static inline int kt_wc_expect(const struct kinet_wc *wc, uint64_t wr_id, int st
 {
 	if (wc->wr_id != wr_id || wc->status != status) {
 		fprintf(stderr,
-			"completion: wr_id %" PRIu64 " status 0x%x vendor 0x%x, expected wr_id %" PRIu64
-			" status 0x%x\n",
-			wc->wr_id, wc->status, wc->vendor_err, wr_id, status);
+			"completion: wr_id %" PRIu64 " status 0x%x (%s) vendor 0x%x, expected wr_id %" PRIu64
+			" status 0x%x (%s)\n",
+			wc->wr_id, wc->status, kinet_wc_status_str(wc->status), wc->vendor_err, wr_id, status,
+			kinet_wc_status_str(status));
 		return -1;
 	}
 	return 0;
@@ -434,6 +435,62 @@ out_src:
 out_pair:
 	kt_pair_destroy(&p);
 	return rc;
+}
+
+/* ---- what the library logs ------------------------------------------------ */
+
+/* stderr goes to a file between kt_capture_begin and kt_capture_end, which
+ * returns what was written (NUL-terminated, truncated to len) and copies it
+ * to the real stderr, so a failing test still shows it. */
+struct kt_capture {
+	char path[32];
+	int fd, saved;
+};
+
+static inline int kt_capture_begin(struct kt_capture *c)
+{
+	snprintf(c->path, sizeof(c->path), "/tmp/kinet-log-XXXXXX");
+	c->fd = mkstemp(c->path);
+	c->saved = dup(2);
+	if (c->fd < 0 || c->saved < 0)
+		return -errno;
+	fflush(stderr);
+	return dup2(c->fd, 2) < 0 ? -errno : 0;
+}
+
+static inline void kt_capture_end(struct kt_capture *c, char *buf, size_t len)
+{
+	FILE *f;
+	size_t n = 0;
+
+	fflush(stderr);
+	dup2(c->saved, 2);
+	close(c->saved);
+	close(c->fd);
+	if ((f = fopen(c->path, "r"))) {
+		n = fread(buf, 1, len - 1, f);
+		fclose(f);
+	}
+	buf[n] = 0;
+	fputs(buf, stderr);
+	unlink(c->path);
+}
+
+/* Lines of a captured log that contain both a and b. */
+static inline int kt_count_lines(const char *log, const char *a, const char *b)
+{
+	int n = 0;
+
+	for (const char *l = log; *l;) {
+		const char *end = strchr(l, '\n');
+		size_t len = end ? (size_t)(end - l) : strlen(l);
+		char line[1024];
+
+		snprintf(line, sizeof(line), "%.*s", (int)len, l);
+		n += strstr(line, a) && strstr(line, b);
+		l += len + (end ? 1 : 0);
+	}
+	return n;
 }
 
 #endif

@@ -57,6 +57,22 @@ KT_TEST(bogus)
 	KT_CHECK_EQ(open_with("SOFTX", &ctx), -EINVAL);
 }
 
+/* The probe agrees with kinet_ctx_open and says why, without a log line
+ * (kinet-info lists providers nobody asked for). */
+KT_TEST(probe)
+{
+	const char *why = "unset";
+
+	KT_OK(kinet_provider_probe("soft", &why));
+	KT_CHECK(why == NULL);
+	KT_CHECK_EQ(kinet_provider_probe("mlx5", &why), -ENODEV);
+	KT_CHECK(why && strstr(why, "ConnectX"));
+	KT_CHECK_EQ(kinet_provider_probe("bogus", &why), -EINVAL);
+	KT_CHECK(why && *why);
+	KT_CHECK_EQ(kinet_provider_probe(NULL, NULL), -EINVAL);
+	KT_CHECK_EQ(kinet_provider_probe("mlx5", NULL), -ENODEV);
+}
+
 KT_TEST(env_provider)
 {
 	struct kinet_ctx *ctx;
@@ -115,5 +131,5 @@ KT_TEST(many_contexts)
 	}
 }
 
-KT_MAIN(soft, auto_falls_back_to_soft, mlx5_unavailable, bogus, env_provider, env_engine_threads,
+KT_MAIN(soft, auto_falls_back_to_soft, mlx5_unavailable, bogus, probe, env_provider, env_engine_threads,
 	host_only_context, many_contexts)

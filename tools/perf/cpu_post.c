@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,9 @@
 #include "perf.h"
 
 #define PERF_WAIT_NS (10ull * 1000000000ull)
+/* Polls that long before yielding between polls (a completion in one
+ * process takes less). */
+#define PERF_YIELD_NS 1000ull
 
 int perf_wqes_per_op(enum perf_op op)
 {
@@ -93,8 +97,8 @@ static int reap(struct perf_env *e, int q, int max, char *err, size_t errlen)
 	}
 	for (int i = 0; i < n; i++) {
 		if (wc[i].status) {
-			snprintf(err, errlen, "completion error, syndrome 0x%x (vendor 0x%x)", wc[i].status,
-				 wc[i].vendor_err);
+			snprintf(err, errlen, "completion error: %s (syndrome 0x%x, vendor 0x%x)",
+				 kinet_wc_status_str(wc[i].status), wc[i].status, wc[i].vendor_err);
 			return -EIO;
 		}
 	}
@@ -109,7 +113,9 @@ static int post(struct perf_env *e, int q, struct cpu_wr *w, char *err, size_t e
 	return rc;
 }
 
-/* Waits for n completions of QP q (bounded). */
+/* Waits for n completions of QP q (bounded).  Polls, and after a while
+ * yields between polls: where threads outnumber the cores, the engine
+ * thread that will write the completion may be waiting for this core. */
 static int wait_n(struct perf_env *e, int q, int n, char *err, size_t errlen)
 {
 	uint64_t start = 0;
@@ -118,11 +124,15 @@ static int wait_n(struct perf_env *e, int q, int n, char *err, size_t errlen)
 		if (got < 0)
 			return got;
 		n -= got;
-		if (!got) {
+		if (got) {
+			start = 0;
+		} else {
 			uint64_t now = perf_now_ns();
 			if (!start)
 				start = now;
-			else if (now - start > PERF_WAIT_NS) {
+			else if (now - start > PERF_YIELD_NS)
+				sched_yield();
+			if (now - start > PERF_WAIT_NS) {
 				snprintf(err, errlen, "timed out waiting for completions");
 				return -ETIMEDOUT;
 			}

@@ -455,9 +455,9 @@ static int args_status(struct perf_env *e, struct perf_kargs *a, char *err, size
 	/* --peer-gpu: an error at the target end is recorded in its context. */
 	if (!ke.status && e->tgt_ctx && e->tgt_ctx != e->ctx)
 		kinet_ctx_last_error(e->tgt_ctx, &ke);
-	snprintf(err, errlen,
-		 "device status %u (%s) at iteration %llu; context error %d syndrome 0x%x qpn %u", st,
-		 kinet_strerror(-(int)st), (unsigned long long)at, ke.status, ke.syndrome, ke.qpn);
+	snprintf(err, errlen, "device status %u (%s) at iteration %llu; context error %d: %s, qpn %u", st,
+		 kinet_strerror(-(int)st), (unsigned long long)at, ke.status,
+		 kinet_wc_status_str(ke.syndrome), ke.qpn);
 	return -(int)st;
 }
 

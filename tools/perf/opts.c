@@ -137,6 +137,9 @@ static void usage(FILE *f)
 static int parse_size(const char *s, uint64_t *v)
 {
 	char *end;
+	/* strtoull would take "-5" as 2^64 - 5. */
+	if (*s < '0' || *s > '9')
+		return -1;
 	errno = 0;
 	unsigned long long x = strtoull(s, &end, 0);
 	if (errno || end == s)
@@ -395,6 +398,12 @@ int perf_opts_parse(struct perf_opts *o, int argc, char **argv)
 		}
 #undef NEED_VALUE
 #undef BAD_VALUE
+	}
+	if (!have_op) {
+		fprintf(stderr, "kinet-perf: which operation? (write, read, fetch_add, compare_swap, "
+				"put_signal, send or iter)\n");
+		usage(stderr);
+		return -1;
 	}
 	if (!o->nsizes)
 		add_size(o, o->mode == PERF_MODE_BW ? 65536 : 8);

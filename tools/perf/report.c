@@ -323,15 +323,17 @@ void perf_report_table(const struct perf_report *r, void *file)
 				x->variant ? x->variant : "-", (unsigned long long)x->size, x->error);
 			continue;
 		}
-		fprintf(f,
-			"%-12s %-4s %-4s %-20s %10llu %4d %4d %4d %3d %-4s %-4s %-4s %10ld %10.3f %10.3f "
-			"%10.3f %10.3f "
-			"%10.3f ",
+		fprintf(f, "%-12s %-4s %-4s %-20s %10llu %4d %4d %4d %3d %-4s %-4s %-4s %10ld ",
 			perf_op_name(x->op), perf_mode_name(x->mode), init_name(x->initiator),
 			x->variant ? x->variant : "-", (unsigned long long)x->size, x->threads, x->blocks,
 			x->qps, x->engine_threads, perf_db_name(x->db_mode), perf_mem_name(x->src_mem),
-			perf_mem_name(x->dst_mem), x->iters, x->have_lat ? x->lat.median : 0,
-			x->have_lat ? x->lat.p5 : 0, x->have_lat ? x->lat.p95 : 0, x->bw_gbs, x->mops);
+			perf_mem_name(x->dst_mem), x->iters);
+		/* bw and rate runs time the whole batch: no per-operation latency. */
+		if (x->have_lat)
+			fprintf(f, "%10.3f %10.3f %10.3f ", x->lat.median, x->lat.p5, x->lat.p95);
+		else
+			fprintf(f, "%10s %10s %10s ", "-", "-", "-");
+		fprintf(f, "%10.3f %10.3f ", x->bw_gbs, x->mops);
 		if (what)
 			fprintf(f, "%8.2fx\n", ratio);
 		else

@@ -24,8 +24,13 @@ struct kinet_emu_block {
 	unsigned nblocks;
 };
 
-static _Thread_local unsigned kinet_emu_block_idx;
-static _Thread_local unsigned kinet_emu_grid_blocks = 1;
+#ifdef __cplusplus
+#define KINET_EMU_THREAD_LOCAL thread_local
+#else
+#define KINET_EMU_THREAD_LOCAL _Thread_local
+#endif
+static KINET_EMU_THREAD_LOCAL unsigned kinet_emu_block_idx;
+static KINET_EMU_THREAD_LOCAL unsigned kinet_emu_grid_blocks = 1;
 
 static inline unsigned kinet_dev_block_id(void)
 {
@@ -46,6 +51,16 @@ static inline void *kinet_emu_block_main(void *p)
 	return NULL;
 }
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* Counts emulated device threads in libkinet: its engine threads stop
+ * spinning when the polling threads outnumber the cores. */
+void kinet_emu_threads_add(int delta);
+#ifdef __cplusplus
+}
+#endif
+
 /* Runs fn(arg) as nblocks concurrent CPU threads; 0 or an errno. */
 static inline int kinet_emu_launch(unsigned nblocks, void (*fn)(void *), void *arg)
 {
@@ -58,6 +73,7 @@ static inline int kinet_emu_launch(unsigned nblocks, void (*fn)(void *), void *a
 		free(t);
 		return ENOMEM;
 	}
+	kinet_emu_threads_add((int)nblocks);
 	for (; started < nblocks; started++) {
 		b[started].fn = fn;
 		b[started].arg = arg;
@@ -69,6 +85,7 @@ static inline int kinet_emu_launch(unsigned nblocks, void (*fn)(void *), void *a
 	}
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(t[i], NULL);
+	kinet_emu_threads_add(-(int)nblocks);
 	free(b);
 	free(t);
 	return err;

@@ -67,7 +67,20 @@
 #if defined(KINET_HOST_EMU)
 /* ===================== host emulation (plain C11) ===================== */
 #include <sched.h>
-#include <time.h>
+
+/* The clock and the sleep come from libkinet: ISO C11 (gcc -std=c11) does
+ * not declare POSIX clocks, and these headers compile as strict C11 and as
+ * C++. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t kinet_emu_now_ns(void);
+/* Sleeps about ns nanoseconds. */
+void kinet_emu_sleep_ns(uint64_t ns);
+#ifdef __cplusplus
+}
+#endif
 
 #define KINET_DEV_FN static inline
 #ifndef __device__
@@ -88,9 +101,7 @@
 
 KINET_DEV_FN uint64_t kinet_dev_now_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return kinet_emu_now_ns();
 }
 
 /* Called in every spin loop with the iteration count: spins briefly, then
@@ -104,8 +115,7 @@ KINET_DEV_FN void kinet_dev_relax(uint32_t iter)
 	} else if (iter < 4096) {
 		sched_yield();
 	} else {
-		struct timespec ts = {0, 20000};
-		nanosleep(&ts, NULL);
+		kinet_emu_sleep_ns(20000);
 	}
 }
 

@@ -1,0 +1,72 @@
+#!/bin/sh
+# kinet-info and kinet-perf flags: --help and --version answer only that,
+# bad sizes and a missing operation are refused, bw rows show no latency,
+# and a plain run prints no "error:" line (nothing asked for a provider or
+# a carrier that is missing).  Usage: test_tools.sh KINET_INFO KINET_PERF
+set -u
+INFO=$1
+PERF=$2
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+failed=0
+
+fail() {
+	echo "FAIL: $*"
+	failed=1
+}
+
+# run NAME WANT_RC CMD...: stdout in $TMP/out, stderr in $TMP/err
+run() {
+	name=$1
+	want=$2
+	shift 2
+	"$@" >"$TMP/out" 2>"$TMP/err"
+	rc=$?
+	if [ "$rc" -ne "$want" ]; then
+		fail "$name: exit status $rc, expected $want"
+		sed 's/^/    /' "$TMP/out" "$TMP/err"
+	else
+		echo "ok: $name"
+	fi
+}
+
+has() { grep -q -- "$2" "$TMP/$1" || fail "$name: $1 lacks '$2'"; }
+lacks() { ! grep -q -- "$2" "$TMP/$1" || fail "$name: $1 has '$2'"; }
+
+run "kinet-info" 0 "$INFO"
+has out "^providers:"
+has out "mlx5  not available: "
+lacks err "error:"
+
+run "kinet-info --help" 0 "$INFO" --help
+has out "^usage: kinet-info"
+lacks out "providers:"
+
+run "kinet-info --version" 0 "$INFO" --version
+has out "^kinet-info [0-9]"
+lacks out "providers:"
+
+run "kinet-info bad argument" 2 "$INFO" --bogus
+has err "unknown argument"
+
+run "kinet-perf --help" 0 "$PERF" --help
+has out "^usage: kinet-perf"
+
+run "kinet-perf without an operation" 2 "$PERF" -s 8
+has err "which operation"
+
+run "kinet-perf -s -5" 2 "$PERF" write -s -5
+has err "bad value for -s: -5"
+
+run "kinet-perf --bw" 0 "$PERF" write --bw -s 4096 --iters 50 --no-floors
+lacks err "error:"
+# op mode init variant bytes thr blk qps eng db src dst iters median p5 p95
+awk '$1 == "write" && $2 == "bw" { n++; if ($14 != "-" || $15 != "-" || $16 != "-") bad++ }
+	END { exit !(n > 0 && !bad) }' "$TMP/out" || { fail "bw rows: latency columns not '-'"; cat "$TMP/out"; }
+
+run "kinet-perf --lat" 0 "$PERF" write --lat -s 8 --iters 50 --no-floors
+lacks err "error:"
+awk '$1 == "write" && $2 == "lat" { n++; if ($14 !~ /^[0-9.]+$/) bad++ } END { exit !(n > 0 && !bad) }' \
+	"$TMP/out" || { fail "lat rows: no latency"; cat "$TMP/out"; }
+
+exit $failed
