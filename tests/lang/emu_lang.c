@@ -68,6 +68,7 @@ int main(void)
 		struct kinet_cq_attr qa;
 		struct kinet_qp_attr attr;
 
+		memset(&qa, 0, sizeof(qa));
 		qa.depth = 64;
 		CHECK(kinet_cq_create(ctx, &qa, &cq[s]));
 		kinet_qp_attr_init(&attr);
