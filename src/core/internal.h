@@ -22,9 +22,28 @@ struct kinet_transport_ops;
 
 /* ---- log (log.c) ---- */
 void kinet_log(enum kinet_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-#define KINET_ERR(...) kinet_log(KINET_LOG_ERROR, __VA_ARGS__)
-#define KINET_WARN(...) kinet_log(KINET_LOG_WARN, __VA_ARGS__)
-#define KINET_INFO(...) kinet_log(KINET_LOG_INFO, __VA_ARGS__)
+/* Per call site budget of log lines: bad input (garbage doorbells, WQEs,
+ * messages) can repeat a message on every engine pass, so each call site
+ * prints at most KINET_LOG_BURST lines per KINET_LOG_WINDOW_NS, then says
+ * how many it dropped. */
+struct kinet_log_limit {
+	_Atomic uint64_t window_start;
+	atomic_uint printed;
+	atomic_uint dropped;
+};
+#define KINET_LOG_BURST 10u
+#define KINET_LOG_WINDOW_NS (5 * 1000000000ull)
+void kinet_log_limited(struct kinet_log_limit *rl, enum kinet_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+#define KINET_LOG_RL(level, ...)                                                                             \
+	({                                                                                                   \
+		static struct kinet_log_limit kinet_rl_;                                                     \
+		kinet_log_limited(&kinet_rl_, level, __VA_ARGS__);                                           \
+	})
+#define KINET_ERR(...) KINET_LOG_RL(KINET_LOG_ERROR, __VA_ARGS__)
+#define KINET_WARN(...) KINET_LOG_RL(KINET_LOG_WARN, __VA_ARGS__)
+#define KINET_INFO(...) KINET_LOG_RL(KINET_LOG_INFO, __VA_ARGS__)
+/* Debug output is asked for explicitly and kept whole. */
 #define KINET_DBG(...) kinet_log(KINET_LOG_DEBUG, __VA_ARGS__)
 /* Logs "<func>: invalid argument '<name>': <why>" and yields -EINVAL. */
 #define KINET_EINVAL(name, why) (KINET_ERR("%s: invalid argument '%s': %s", __func__, name, why), -EINVAL)
