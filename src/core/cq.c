@@ -286,8 +286,10 @@ static void cqe_decode(struct kinet_cq *cq, const struct kinet_cqe64 *cqe, uint8
 		opqpn = kinet_be32(cqe->sop_drop_qpn);
 	}
 	wc->qp_num = opqpn & 0xffffff;
-	/* CQs are attached to QPs of their own context only. */
-	qp = kinet_ctx_find_qp(cq->ctx, wc->qp_num);
+	/* CQs are attached to QPs of their own context only.  The reference
+	 * keeps a QP being destroyed by another thread alive until the
+	 * decode is done. */
+	qp = kinet_ctx_get_qp(cq->ctx, wc->qp_num);
 
 	switch (opcode) {
 	case KINET_CQE_REQ:
@@ -310,6 +312,8 @@ static void cqe_decode(struct kinet_cq *cq, const struct kinet_cqe64 *cqe, uint8
 		wc_responder(qp, wc->wqe_counter, wc);
 		break;
 	}
+	if (qp)
+		kinet_qp_put(qp);
 }
 
 int kinet_cq_poll(struct kinet_cq *cq, int max, struct kinet_wc *wc)

@@ -230,7 +230,12 @@ struct kinet_qp {
 	struct kinet_pending *pending_head, *pending_tail;
 	uint32_t npending;
 	uint64_t bf_mismatch; /* BlueFlame copies that differed from the ring */
-	atomic_int refs;      /* transports holding the QP as a target */
+	/* References of those that reach the QP without owning it: a local
+	 * requester's batch (the QP as its target), responder completions
+	 * in flight, pollers decoding its CQEs.  Destroy unlinks the QP
+	 * (nobody takes a new one), then waits for the count to reach 0
+	 * (docs/LIFETIMES.md). */
+	atomic_int refs;
 
 	struct kinet_dev_qp *dev; /* exported descriptor, or NULL */
 	/* Exported for GPUNetIO code instead (gpunetio.c), or NULL. */
@@ -263,7 +268,19 @@ static inline uint8_t kinet_recv_requester_syndrome(uint8_t responder_syndrome)
 								 : KINET_SYND_REMOTE_OP_ERR;
 }
 void kinet_qp_to_error(struct kinet_qp *qp, const char *why);
+/* Whether ctx has a QP numbered qpn (the pointer must not be used). */
 struct kinet_qp *kinet_ctx_find_qp(struct kinet_ctx *ctx, uint32_t qpn);
+/* The QP numbered qpn with a reference (kinet_qp_put), or NULL. */
+struct kinet_qp *kinet_ctx_get_qp(struct kinet_ctx *ctx, uint32_t qpn);
+static inline void kinet_qp_get(struct kinet_qp *qp)
+{
+	atomic_fetch_add_explicit(&qp->refs, 1, memory_order_relaxed);
+}
+/* Release: what the holder did to the QP happens before destroy frees it. */
+static inline void kinet_qp_put(struct kinet_qp *qp)
+{
+	atomic_fetch_sub_explicit(&qp->refs, 1, memory_order_release);
+}
 
 /* ---- context (ctx.c) ---- */
 struct kinet_ctx {

@@ -275,7 +275,7 @@ int kinet_pending_reap(struct kinet_engine_thread *t, struct kinet_qp *qp)
 		}
 		if (p->resp_qp) {
 			kinet_engine_complete(p->resp_qp, p->resp_cq, &p->resp_cqe);
-			atomic_fetch_sub(&p->resp_qp->refs, 1);
+			kinet_qp_put(p->resp_qp);
 		}
 		pending_pop(t, qp, p);
 		done++;
@@ -289,7 +289,7 @@ void kinet_pending_drop_all(struct kinet_engine_thread *t, struct kinet_qp *qp)
 
 	while ((p = qp->pending_head)) {
 		if (p->resp_qp)
-			atomic_fetch_sub(&p->resp_qp->refs, 1);
+			kinet_qp_put(p->resp_qp);
 		pending_pop(t, qp, p);
 	}
 }
