@@ -206,6 +206,7 @@ struct kinet_qp {
 	pthread_mutex_t post_lock;
 	uint64_t sq_pi;	     /* BBs posted */
 	uint64_t sq_ci_host; /* BBs known complete from polled CQEs */
+	uint64_t sq_sig_end; /* BB after the last signaled WQE posted */
 	uint64_t *sq_wrid;   /* per BB slot: wr_id of the WQE starting there */
 	uint8_t *sq_nbb;     /* per BB slot: BBs of the WQE starting there */
 	uint64_t rq_pi;

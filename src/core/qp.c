@@ -66,6 +66,8 @@ static int qp_check_attr(struct kinet_ctx *ctx, const struct kinet_qp_attr *a)
 		return CREATE_EINVAL("attr->send_cq", "belongs to another context");
 	if (a->recv_cq && a->recv_cq->ctx != ctx)
 		return CREATE_EINVAL("attr->recv_cq", "belongs to another context");
+	if (atomic_load(&a->send_cq->overrun) || (a->recv_cq && atomic_load(&a->recv_cq->overrun)))
+		return CREATE_EINVAL("attr->send_cq/recv_cq", "overran (destroy it and create another)");
 	if (!a->sq_depth || a->sq_depth > QP_MAX_DEPTH)
 		return CREATE_EINVAL("attr->sq_depth", "must be 1..32768");
 	if (a->recv_cq) {
