@@ -67,6 +67,29 @@ void kinet_pollers_add(bool engine, int delta);
  * cores (says so once, at warn level). */
 bool kinet_pollers_oversubscribed(void);
 
+/* ---- ThreadSanitizer ----
+ * A happens-before edge TSan cannot see on its own: shared memory that two
+ * parties map at different addresses (the node carrier's rings, also
+ * within one process).  The publisher releases `key` after its release
+ * store, the consumer acquires it after its acquire load.  No-ops in
+ * other builds. */
+#if defined(__SANITIZE_THREAD__)
+#define KINET_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define KINET_TSAN 1
+#endif
+#endif
+#if defined(KINET_TSAN)
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define KINET_TSAN_RELEASE(key) __tsan_release(key)
+#define KINET_TSAN_ACQUIRE(key) __tsan_acquire(key)
+#else
+#define KINET_TSAN_RELEASE(key) ((void)(key))
+#define KINET_TSAN_ACQUIRE(key) ((void)(key))
+#endif
+
 /* ---- env (env.c) ---- */
 long kinet_env_long(const char *name, long dflt);
 const char *kinet_env_str(const char *name, const char *dflt);
