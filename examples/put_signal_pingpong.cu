@@ -129,7 +129,8 @@ static int cmp_u64(const void *x, const void *y)
 static void *dev_alloc(size_t n)
 {
 #if defined(KINET_HOST_EMU)
-	void *p = aligned_alloc(64, n);
+	/* aligned_alloc wants a size that is a multiple of the alignment. */
+	void *p = aligned_alloc(64, (n + 63) & ~(size_t)63);
 	if (p)
 		memset(p, 0, n);
 	return p;

@@ -181,6 +181,21 @@ static bool cq_full(struct kinet_cq *cq)
 	return (((uint32_t)cq->pi - ci) & KINET_CQ_CI_MASK) >= cq->depth - 1;
 }
 
+/* An overrun is fatal to the CQ, as on ConnectX (IBV_EVENT_CQ_ERR): every
+ * QP completing to it moves to the error state now, each said once,
+ * rather than one by one as they next complete. */
+static void cq_fail_qps(struct kinet_cq *cq)
+{
+	pthread_mutex_lock(&cq->ctx->obj_lock);
+	for (struct kinet_qp *qp = cq->ctx->qps; qp; qp = qp->next_in_ctx) {
+		if ((qp->attr.send_cq == cq || qp->attr.recv_cq == cq) &&
+		    atomic_exchange(&qp->state, KINET_QPS_ERR) != KINET_QPS_ERR)
+			KINET_WARN("QP %u: its completion queue overran; QP moved to the error state",
+				   qp->qpn);
+	}
+	pthread_mutex_unlock(&cq->ctx->obj_lock);
+}
+
 int kinet_cq_write(struct kinet_cq *cq, const struct kinet_cqe_desc *desc, bool may_wait)
 {
 	struct kinet_cqe_desc ovf;
@@ -210,6 +225,7 @@ int kinet_cq_write(struct kinet_cq *cq, const struct kinet_cqe_desc *desc, bool 
 			  desc->qpn, desc->wqe_counter);
 		kinet_ctx_record_error(cq->ctx, -EOVERFLOW, desc->qpn, KINET_SYND_LOCAL_QP_OP_ERR,
 				       desc->wqe_opcode, desc->wqe_counter);
+		cq_fail_qps(cq);
 		return -EOVERFLOW;
 	}
 	cqe_fill(cqe, desc);
@@ -286,8 +302,10 @@ static void cqe_decode(struct kinet_cq *cq, const struct kinet_cqe64 *cqe, uint8
 		opqpn = kinet_be32(cqe->sop_drop_qpn);
 	}
 	wc->qp_num = opqpn & 0xffffff;
-	/* CQs are attached to QPs of their own context only. */
-	qp = kinet_ctx_find_qp(cq->ctx, wc->qp_num);
+	/* CQs are attached to QPs of their own context only.  The reference
+	 * keeps a QP being destroyed by another thread alive until the
+	 * decode is done. */
+	qp = kinet_ctx_get_qp(cq->ctx, wc->qp_num);
 
 	switch (opcode) {
 	case KINET_CQE_REQ:
@@ -310,6 +328,8 @@ static void cqe_decode(struct kinet_cq *cq, const struct kinet_cqe64 *cqe, uint8
 		wc_responder(qp, wc->wqe_counter, wc);
 		break;
 	}
+	if (qp)
+		kinet_qp_put(qp);
 }
 
 int kinet_cq_poll(struct kinet_cq *cq, int max, struct kinet_wc *wc)

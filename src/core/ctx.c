@@ -250,6 +250,20 @@ struct kinet_qp *kinet_ctx_find_qp(struct kinet_ctx *ctx, uint32_t qpn)
 	return qp;
 }
 
+struct kinet_qp *kinet_ctx_get_qp(struct kinet_ctx *ctx, uint32_t qpn)
+{
+	struct kinet_qp *qp;
+
+	pthread_mutex_lock(&ctx->obj_lock);
+	for (qp = ctx->qps; qp; qp = qp->next_in_ctx)
+		if (qp->qpn == qpn)
+			break;
+	if (qp)
+		kinet_qp_get(qp);
+	pthread_mutex_unlock(&ctx->obj_lock);
+	return qp;
+}
+
 /* ---- errors ---- */
 
 void kinet_ctx_record_error(struct kinet_ctx *ctx, int status, uint32_t qpn, uint8_t syndrome, uint8_t opcode,

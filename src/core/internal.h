@@ -22,9 +22,28 @@ struct kinet_transport_ops;
 
 /* ---- log (log.c) ---- */
 void kinet_log(enum kinet_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-#define KINET_ERR(...) kinet_log(KINET_LOG_ERROR, __VA_ARGS__)
-#define KINET_WARN(...) kinet_log(KINET_LOG_WARN, __VA_ARGS__)
-#define KINET_INFO(...) kinet_log(KINET_LOG_INFO, __VA_ARGS__)
+/* Per call site budget of log lines: bad input (garbage doorbells, WQEs,
+ * messages) can repeat a message on every engine pass, so each call site
+ * prints at most KINET_LOG_BURST lines per KINET_LOG_WINDOW_NS, then says
+ * how many it dropped. */
+struct kinet_log_limit {
+	_Atomic uint64_t window_start;
+	atomic_uint printed;
+	atomic_uint dropped;
+};
+#define KINET_LOG_BURST 10u
+#define KINET_LOG_WINDOW_NS (5 * 1000000000ull)
+void kinet_log_limited(struct kinet_log_limit *rl, enum kinet_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+#define KINET_LOG_RL(level, ...)                                                                             \
+	({                                                                                                   \
+		static struct kinet_log_limit kinet_rl_;                                                     \
+		kinet_log_limited(&kinet_rl_, level, __VA_ARGS__);                                           \
+	})
+#define KINET_ERR(...) KINET_LOG_RL(KINET_LOG_ERROR, __VA_ARGS__)
+#define KINET_WARN(...) KINET_LOG_RL(KINET_LOG_WARN, __VA_ARGS__)
+#define KINET_INFO(...) KINET_LOG_RL(KINET_LOG_INFO, __VA_ARGS__)
+/* Debug output is asked for explicitly and kept whole. */
 #define KINET_DBG(...) kinet_log(KINET_LOG_DEBUG, __VA_ARGS__)
 /* Logs "<func>: invalid argument '<name>': <why>" and yields -EINVAL. */
 #define KINET_EINVAL(name, why) (KINET_ERR("%s: invalid argument '%s': %s", __func__, name, why), -EINVAL)
@@ -47,6 +66,29 @@ void kinet_pollers_add(bool engine, int delta);
 /* Whether the polling threads of the ranks on this host outnumber the
  * cores (says so once, at warn level). */
 bool kinet_pollers_oversubscribed(void);
+
+/* ---- ThreadSanitizer ----
+ * A happens-before edge TSan cannot see on its own: shared memory that two
+ * parties map at different addresses (the node carrier's rings, also
+ * within one process).  The publisher releases `key` after its release
+ * store, the consumer acquires it after its acquire load.  No-ops in
+ * other builds. */
+#if defined(__SANITIZE_THREAD__)
+#define KINET_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define KINET_TSAN 1
+#endif
+#endif
+#if defined(KINET_TSAN)
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define KINET_TSAN_RELEASE(key) __tsan_release(key)
+#define KINET_TSAN_ACQUIRE(key) __tsan_acquire(key)
+#else
+#define KINET_TSAN_RELEASE(key) ((void)(key))
+#define KINET_TSAN_ACQUIRE(key) ((void)(key))
+#endif
 
 /* ---- env (env.c) ---- */
 long kinet_env_long(const char *name, long dflt);
@@ -187,6 +229,7 @@ struct kinet_qp {
 	pthread_mutex_t post_lock;
 	uint64_t sq_pi;	     /* BBs posted */
 	uint64_t sq_ci_host; /* BBs known complete from polled CQEs */
+	uint64_t sq_sig_end; /* BB after the last signaled WQE posted */
 	uint64_t *sq_wrid;   /* per BB slot: wr_id of the WQE starting there */
 	uint8_t *sq_nbb;     /* per BB slot: BBs of the WQE starting there */
 	uint64_t rq_pi;
@@ -211,7 +254,12 @@ struct kinet_qp {
 	struct kinet_pending *pending_head, *pending_tail;
 	uint32_t npending;
 	uint64_t bf_mismatch; /* BlueFlame copies that differed from the ring */
-	atomic_int refs;      /* transports holding the QP as a target */
+	/* References of those that reach the QP without owning it: a local
+	 * requester's batch (the QP as its target), responder completions
+	 * in flight, pollers decoding its CQEs.  Destroy unlinks the QP
+	 * (nobody takes a new one), then waits for the count to reach 0
+	 * (docs/LIFETIMES.md). */
+	atomic_int refs;
 
 	struct kinet_dev_qp *dev; /* exported descriptor, or NULL */
 	/* Exported for GPUNetIO code instead (gpunetio.c), or NULL. */
@@ -244,7 +292,19 @@ static inline uint8_t kinet_recv_requester_syndrome(uint8_t responder_syndrome)
 								 : KINET_SYND_REMOTE_OP_ERR;
 }
 void kinet_qp_to_error(struct kinet_qp *qp, const char *why);
+/* Whether ctx has a QP numbered qpn (the pointer must not be used). */
 struct kinet_qp *kinet_ctx_find_qp(struct kinet_ctx *ctx, uint32_t qpn);
+/* The QP numbered qpn with a reference (kinet_qp_put), or NULL. */
+struct kinet_qp *kinet_ctx_get_qp(struct kinet_ctx *ctx, uint32_t qpn);
+static inline void kinet_qp_get(struct kinet_qp *qp)
+{
+	atomic_fetch_add_explicit(&qp->refs, 1, memory_order_relaxed);
+}
+/* Release: what the holder did to the QP happens before destroy frees it. */
+static inline void kinet_qp_put(struct kinet_qp *qp)
+{
+	atomic_fetch_sub_explicit(&qp->refs, 1, memory_order_release);
+}
 
 /* ---- context (ctx.c) ---- */
 struct kinet_ctx {

@@ -54,21 +54,61 @@ bool kinet_log_demote(bool on)
 	return was;
 }
 
-void kinet_log(enum kinet_log_level level, const char *fmt, ...)
+static bool log_enabled(enum kinet_log_level *level)
+{
+	pthread_once(&log_once, log_init);
+	if ((unsigned)*level > KINET_LOG_DEBUG)
+		*level = KINET_LOG_DEBUG;
+	if (log_demoted && *level < KINET_LOG_INFO)
+		*level = KINET_LOG_INFO;
+	return (int)*level <= atomic_load_explicit(&log_level, memory_order_relaxed);
+}
+
+static void log_line(enum kinet_log_level level, const char *fmt, va_list ap)
 {
 	char msg[1024];
-	va_list ap;
 
-	pthread_once(&log_once, log_init);
-	if ((unsigned)level > KINET_LOG_DEBUG)
-		level = KINET_LOG_DEBUG;
-	if (log_demoted && level < KINET_LOG_INFO)
-		level = KINET_LOG_INFO;
-	if ((int)level > atomic_load_explicit(&log_level, memory_order_relaxed))
-		return;
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	/* One stdio call, so lines of concurrent threads do not interleave. */
 	fprintf(stderr, "kinet[%d]: %s: %s\n", (int)getpid(), level_names[level], msg);
+}
+
+void kinet_log(enum kinet_log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!log_enabled(&level))
+		return;
+	va_start(ap, fmt);
+	log_line(level, fmt, ap);
+	va_end(ap);
+}
+
+void kinet_log_limited(struct kinet_log_limit *rl, enum kinet_log_level level, const char *fmt, ...)
+{
+	uint64_t now, start;
+	unsigned dropped = 0;
+	va_list ap;
+
+	if (!log_enabled(&level))
+		return;
+	now = kinet_now_ns();
+	start = atomic_load_explicit(&rl->window_start, memory_order_relaxed);
+	/* The thread that moves the window on reports what the last one
+	 * dropped; racing threads may print a line or two more, no harm. */
+	if ((!start || now - start >= KINET_LOG_WINDOW_NS) &&
+	    atomic_compare_exchange_strong(&rl->window_start, &start, now)) {
+		atomic_store(&rl->printed, 0);
+		dropped = atomic_exchange(&rl->dropped, 0);
+	}
+	if (atomic_fetch_add(&rl->printed, 1) >= KINET_LOG_BURST) {
+		atomic_fetch_add(&rl->dropped, 1);
+		return;
+	}
+	if (dropped)
+		fprintf(stderr, "kinet[%d]: %s: (%u more like the next line were not shown)\n", (int)getpid(),
+			level_names[level], dropped);
+	va_start(ap, fmt);
+	log_line(level, fmt, ap);
+	va_end(ap);
 }

@@ -60,12 +60,29 @@ static uint8_t *sq_put(struct kinet_qp *qp, const uint8_t *wqe, uint32_t nbb, ui
 	qp->sq_wrid[slot] = wr_id;
 	qp->sq_nbb[slot] = (uint8_t)nbb;
 	qp->sq_pi += nbb;
+	if (((const struct kinet_wqe_ctrl_seg *)wqe)->fm_ce_se & KINET_WQE_CTRL_CQ_UPDATE)
+		qp->sq_sig_end = qp->sq_pi;
 	return qp->sq + slot * KINET_WQE_BB_SIZE;
 }
 
-static bool sq_room(struct kinet_qp *qp, uint32_t nbb)
+/* Room for a WQE of nbb blocks; post_lock held.  Slots are freed by
+ * polled completions only, as on ConnectX, so a queue filled with
+ * unsignaled WQEs would stay full for good: while no signaled WQE is
+ * outstanding, the last free block is kept for a signaled one (a signaled
+ * NOP will do), whose completion frees everything before it. */
+static int sq_room(struct kinet_qp *qp, uint32_t nbb, bool signaled)
 {
-	return qp->sq_pi + nbb - qp->sq_ci_host <= qp->sq_bbs;
+	uint64_t used = qp->sq_pi + nbb - qp->sq_ci_host;
+
+	if (used > qp->sq_bbs)
+		return -ENOMEM;
+	if (!signaled && used == qp->sq_bbs && qp->sq_sig_end <= qp->sq_ci_host) {
+		KINET_WARN("QP %u: send queue full of unsignaled WQEs; its last slot takes only a signaled "
+			   "WQE (post one and poll its completion)",
+			   qp->qpn);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 /* 1 when an SGE of wr names registered CUDA memory (one table look-up
@@ -251,10 +268,9 @@ int kinet_post_send(struct kinet_qp *qp, const struct kinet_send_wr *wr, int cou
 			ret = KINET_EINVAL("wr", "WQE larger than the send queue");
 			break;
 		}
-		if (!sq_room(qp, nbb)) {
-			ret = -ENOMEM;
+		ret = sq_room(qp, nbb, wr[i].send_flags & KINET_SEND_SIGNALED);
+		if (ret)
 			break;
-		}
 		last = sq_put(qp, buf, nbb, wr[i].wr_id);
 	}
 	if (ret && bad)
@@ -290,10 +306,9 @@ int kinet_post_wqe(struct kinet_qp *qp, const void *wqe, uint32_t nbb, uint64_t 
 		ret = -EBUSY;
 		goto out;
 	}
-	if (nbb > qp->sq_bbs || !sq_room(qp, nbb)) {
-		ret = -ENOMEM;
+	ret = nbb > qp->sq_bbs ? -ENOMEM : sq_room(qp, nbb, ctrl->fm_ce_se & KINET_WQE_CTRL_CQ_UPDATE);
+	if (ret)
 		goto out;
-	}
 	/* Only the index is ours; anything else, malformed or not, is the
 	 * caller's, so the engine's checks can be exercised. */
 	v = kinet_be32(ctrl->opmod_idx_opcode);

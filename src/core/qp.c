@@ -13,7 +13,7 @@
 #define QP_MAX_DEPTH 32768
 #define QP_MIN_SQ_BBS 8
 #define QP_MAX_INLINE 512
-#define QP_DESTROY_WAIT_NS (5 * 1000000000ull)
+#define QP_DESTROY_WARN_NS (1000000000ull)
 
 /* KINET_EINVAL naming the public function rather than the helper. */
 #define CREATE_EINVAL(name, why) (KINET_ERR("kinet_qp_create: invalid argument '%s': %s", name, why), -EINVAL)
@@ -66,6 +66,8 @@ static int qp_check_attr(struct kinet_ctx *ctx, const struct kinet_qp_attr *a)
 		return CREATE_EINVAL("attr->send_cq", "belongs to another context");
 	if (a->recv_cq && a->recv_cq->ctx != ctx)
 		return CREATE_EINVAL("attr->recv_cq", "belongs to another context");
+	if (atomic_load(&a->send_cq->overrun) || (a->recv_cq && atomic_load(&a->recv_cq->overrun)))
+		return CREATE_EINVAL("attr->send_cq/recv_cq", "overran (destroy it and create another)");
 	if (!a->sq_depth || a->sq_depth > QP_MAX_DEPTH)
 		return CREATE_EINVAL("attr->sq_depth", "must be 1..32768");
 	if (a->recv_cq) {
@@ -184,8 +186,8 @@ int kinet_qp_destroy(struct kinet_qp *qp)
 {
 	struct kinet_ctx *ctx;
 	struct kinet_qp **p;
-	uint64_t deadline;
-	bool warned = false;
+	uint64_t start;
+	bool told = false;
 
 	if (!qp)
 		return KINET_EINVAL("qp", "NULL");
@@ -210,26 +212,28 @@ int kinet_qp_destroy(struct kinet_qp *qp)
 		}
 	}
 	pthread_mutex_unlock(&ctx->obj_lock);
-	atomic_fetch_sub(&qp->attr.send_cq->users, 1);
-	if (qp->attr.recv_cq)
-		atomic_fetch_sub(&qp->attr.recv_cq->users, 1);
 
-	/* Peers' engines may still be placing data through this QP as their
-	 * target; freeing under them would be a use after free. */
-	deadline = kinet_now_ns() + QP_DESTROY_WAIT_NS;
-	while (atomic_load(&qp->refs) > 0) {
-		struct timespec ts = {0, 1000000};
+	/* Nobody takes a new reference now (the QP is in no list); those
+	 * held are dropped within one operation: a peer's engine checks the
+	 * state before each WQE it executes against this QP, and fails it
+	 * as a responder that went away. */
+	atomic_store_explicit(&qp->state, KINET_QPS_ERR, memory_order_release);
+	start = kinet_now_ns();
+	while (atomic_load_explicit(&qp->refs, memory_order_acquire) > 0) {
+		struct timespec ts = {0, 200000};
 
-		if (kinet_now_ns() > deadline) {
-			if (!warned)
-				KINET_WARN("qp %u: still referenced by %d peer operation(s) after 5 s, "
-					   "freeing anyway",
-					   qp->qpn, atomic_load(&qp->refs));
-			warned = true;
-			break;
+		if (!told && kinet_now_ns() - start > QP_DESTROY_WARN_NS) {
+			KINET_INFO("qp %u: destroy waits for %d operation(s) of peers in flight", qp->qpn,
+				   atomic_load(&qp->refs));
+			told = true;
 		}
 		nanosleep(&ts, NULL);
 	}
+	/* Only now: a peer's responder completion may still have been
+	 * writing to these CQs. */
+	atomic_fetch_sub(&qp->attr.send_cq->users, 1);
+	if (qp->attr.recv_cq)
+		atomic_fetch_sub(&qp->attr.recv_cq->users, 1);
 	qp_free(qp);
 	return 0;
 }

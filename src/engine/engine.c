@@ -65,8 +65,14 @@ static void *engine_main(void *arg)
 		for (int i = 0; i < t->nqps; i++)
 			work += kinet_engine_progress_qp(t, t->qps[i]);
 		pthread_mutex_unlock(&t->lock);
-		if (t->index == 0 && t->ctx->remote_progress)
-			work += t->ctx->remote_progress(t->ctx);
+		if (t->index == 0) {
+			/* Acquire: pairs with the release that publishes the
+			 * remote state with the hook (rp_state_get). */
+			int (*progress)(struct kinet_ctx *) =
+				__atomic_load_n(&t->ctx->remote_progress, __ATOMIC_ACQUIRE);
+			if (progress)
+				work += progress(t->ctx);
+		}
 
 		if (work || atomic_load(&t->kicks) != kicks) {
 			idle_since = 0;

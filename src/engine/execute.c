@@ -204,7 +204,7 @@ static void complete_responder(struct kinet_exec_result *res)
 	if (!res->resp_qp)
 		return;
 	kinet_engine_complete(res->resp_qp, res->resp_cq, &res->resp_cqe);
-	atomic_fetch_sub(&res->resp_qp->refs, 1);
+	kinet_qp_put(res->resp_qp);
 	res->resp_qp = NULL;
 }
 

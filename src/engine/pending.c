@@ -49,7 +49,10 @@ int kinet_engine_copy(struct kinet_engine_thread *t, void *dst, enum kinet_mem_t
 		      enum kinet_mem_type src_type, size_t len)
 {
 	if (dst_type == KINET_MEM_HOST && src_type == KINET_MEM_HOST) {
-		memcpy(dst, src, len);
+		/* A write or read whose local and remote ranges overlap (one
+		 * buffer registered twice, or one QP connected to itself) is
+		 * legal; memmove gives it a defined result. */
+		memmove(dst, src, len);
 		return 0;
 	}
 	if (!t->stream)
@@ -139,7 +142,7 @@ int kinet_engine_copy(struct kinet_engine_thread *t, void *dst, enum kinet_mem_t
 	(void)t;
 	if (dst_type != KINET_MEM_HOST || src_type != KINET_MEM_HOST)
 		return -ENODEV;
-	memcpy(dst, src, len);
+	memmove(dst, src, len); /* overlapping ranges: see above */
 	return 0;
 }
 
@@ -275,7 +278,7 @@ int kinet_pending_reap(struct kinet_engine_thread *t, struct kinet_qp *qp)
 		}
 		if (p->resp_qp) {
 			kinet_engine_complete(p->resp_qp, p->resp_cq, &p->resp_cqe);
-			atomic_fetch_sub(&p->resp_qp->refs, 1);
+			kinet_qp_put(p->resp_qp);
 		}
 		pending_pop(t, qp, p);
 		done++;
@@ -289,7 +292,7 @@ void kinet_pending_drop_all(struct kinet_engine_thread *t, struct kinet_qp *qp)
 
 	while ((p = qp->pending_head)) {
 		if (p->resp_qp)
-			atomic_fetch_sub(&p->resp_qp->refs, 1);
+			kinet_qp_put(p->resp_qp);
 		pending_pop(t, qp, p);
 	}
 }

@@ -6,8 +6,9 @@
  * writes its responder CQEs.
  *
  * Targets are found by QP number in a registry of the process's connected
- * QPs; a lookup takes a reference that destroy waits for, so a target can
- * vanish between batches of operations but never during one.
+ * QPs; a lookup takes a reference that destroy waits for.  Destroy moves
+ * the target to the error state first, and every WQE checks that state,
+ * so a batch gives its reference back after the operation in progress.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -71,7 +72,7 @@ static struct kinet_qp *target_get(const struct kinet_qp *qp)
 	for (struct registry_entry *e = *bucket_of(qp->remote.qpn); e; e = e->next) {
 		if (e->qp->qpn == qp->remote.qpn && e->qp->remote.qpn == qp->qpn) {
 			target = e->qp;
-			atomic_fetch_add(&target->refs, 1);
+			kinet_qp_get(target);
 			break;
 		}
 	}
@@ -81,7 +82,7 @@ static struct kinet_qp *target_get(const struct kinet_qp *qp)
 
 static void target_put(struct kinet_qp *target)
 {
-	atomic_fetch_sub(&target->refs, 1);
+	kinet_qp_put(target);
 }
 
 /* Copies between a flat buffer (remote side) and the op's local SGEs. */
@@ -127,7 +128,7 @@ static void fail(struct kinet_exec_result *res, uint8_t syndrome)
 static void responder_cqe(struct kinet_exec_result *res, struct kinet_qp *target, uint8_t opcode,
 			  uint16_t index, uint32_t len, uint32_t imm_be, uint8_t syndrome)
 {
-	atomic_fetch_add(&target->refs, 1);
+	kinet_qp_get(target);
 	res->resp_qp = target;
 	res->resp_cq = target->attr.recv_cq;
 	res->resp_cqe = (struct kinet_cqe_desc){
@@ -235,7 +236,7 @@ static void exec_send(struct kinet_engine_thread *t, struct kinet_op *op, struct
 		responder_cqe(res, target, KINET_CQE_RESP_ERR, index, 0, 0, resp_synd);
 		kinet_engine_complete(target, target->attr.recv_cq, &res->resp_cqe);
 		kinet_qp_to_error(target, "receive failed");
-		atomic_fetch_sub(&target->refs, 1);
+		kinet_qp_put(target);
 		res->resp_qp = NULL;
 		return fail(res, kinet_recv_requester_syndrome(resp_synd));
 	}

@@ -397,7 +397,7 @@ void kinet_remote_close(struct kinet_ctx *ctx)
 
 	if (!rs)
 		return;
-	ctx->remote_progress = NULL;
+	__atomic_store_n(&ctx->remote_progress, NULL, __ATOMIC_RELAXED); /* engine stopped */
 	ctx->remote = NULL;
 	rp_target_free(rs);
 	rp_peer_free(rs);

@@ -42,7 +42,9 @@ static void slot_fail(struct rp_slot *s, uint8_t syndrome)
 }
 
 /* The iovecs of payload [off, off+n) of slot s: host memory in place, GPU
- * memory staged through p->stage. */
+ * memory staged through p->stage.  Each piece is looked up again (the MR
+ * table read lock is held): a region deregistered while the operation was
+ * being sent fails it with LOCAL_PROT_ERR instead of being read. */
 static int gather(struct kinet_engine_thread *t, struct rp_qp *p, const struct rp_slot *s, uint32_t off,
 		  uint32_t n, struct iovec *iov, int *iovcnt)
 {
@@ -50,6 +52,7 @@ static int gather(struct kinet_engine_thread *t, struct rp_qp *p, const struct r
 
 	for (int i = 0; i < s->nsge && n; i++) {
 		const struct rp_sge *g = &s->sge[i];
+		struct kinet_mr_ref ref;
 
 		if (off >= pos + g->len) {
 			pos += g->len;
@@ -57,8 +60,10 @@ static int gather(struct kinet_engine_thread *t, struct rp_qp *p, const struct r
 		}
 		uint32_t in = off - pos;
 		uint32_t take = g->len - in < n ? g->len - in : n;
-		void *src = g->ptr + in;
 
+		if (kinet_mr_lookup_ptr(p->qp->ctx, g->key, g->ptr + in, take, 0, &ref))
+			return -EACCES;
+		void *src = ref.ptr;
 		if (g->type != KINET_MEM_HOST) {
 			if (rp_copy_sync(t, p->stage + staged, KINET_MEM_HOST, src, g->type, take))
 				return -EIO;
@@ -280,8 +285,15 @@ int rp_op_done(struct kinet_qp *qp, uint64_t token, uint8_t *syndrome)
 	struct rp_slot *s;
 	int done = 0;
 
+	/* Sending the rest of an operation gathers from registered memory:
+	 * under the MR table read lock, taken before rs->lock. */
+	bool pump = p->tx_active;
+	if (pump)
+		kinet_mr_table_rdlock(qp->ctx);
 	pthread_mutex_lock(&rs->lock);
 	tx_pump(qp->owner, p);
+	if (pump)
+		kinet_mr_table_unlock(qp->ctx);
 	s = slot_of(p, token);
 	if (!s) {
 		*syndrome = KINET_SYND_LOCAL_QP_OP_ERR; /* cannot happen: tokens are ours */

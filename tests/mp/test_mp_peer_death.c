@@ -5,22 +5,27 @@
  * our sends waits at it for a receive.  That outstanding send, and an
  * operation posted afterwards on the other QP, must fail with
  * TRANSPORT_RETRY_EXC (vendor syndrome "peer dead") well within bounded
- * time, and this process must shut down cleanly.
+ * time, and this process must shut down cleanly.  Then the same with the
+ * child killed while large writes into it are being transferred.
  */
+#include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "mp_common.h"
 
 #define TIMEOUT_MS 500
+#define BUF_LEN (16u << 20)
+#define NBIG 48
 
 struct side {
 	struct kinet_ctx *ctx;
 	struct kinet_cq *cq[2];
 	struct kinet_qp *qp[2];
 	struct kinet_mr *mr;
-	uint8_t buf[4096];
+	uint8_t *buf; /* BUF_LEN bytes */
 };
 
 struct hello {
@@ -37,8 +42,10 @@ static int side_open(struct side *s, int with_recv)
 
 	kinet_ctx_attr_init(&ca);
 	ca.cuda_device = KINET_CUDA_DEVICE_NONE;
+	if (!(s->buf = calloc(1, BUF_LEN)))
+		return -ENOMEM;
 	if ((rc = kinet_ctx_open(&ca, &s->ctx)) ||
-	    (rc = kinet_mr_reg(s->ctx, s->buf, sizeof(s->buf), MP_ACC_ALL, &s->mr)))
+	    (rc = kinet_mr_reg(s->ctx, s->buf, BUF_LEN, MP_ACC_ALL, &s->mr)))
 		return rc;
 	for (int i = 0; i < 2; i++) {
 		if ((rc = kinet_cq_create(s->ctx, &cqa, &s->cq[i])))
@@ -75,8 +82,14 @@ static int xfer(int fd, void *p, size_t n, int out)
 	return 0;
 }
 
-/* The victim: connects, says so, waits for the word, dies. */
-static void child(int rd, int wr)
+static int poll_one(struct kinet_cq *cq, struct kinet_wc *wc, unsigned ms)
+{
+	return mp_poll(cq, 1, wc, ms) == 1 ? 0 : -1;
+}
+
+/* The victim: connects, says so, waits for the word (or, watching, for
+ * the first write to land), dies. */
+static void child(int rd, int wr, bool watch)
 {
 	struct side s;
 	struct hello mine, peer;
@@ -90,17 +103,101 @@ static void child(int rd, int wr)
 		if (kinet_qp_connect(s.qp[i], &peer.qp[i]))
 			_exit(1);
 	c = 'r';
-	if (xfer(wr, &c, 1, 1) || xfer(rd, &c, 1, 0))
+	if (!watch && xfer(wr, &c, 1, 1))
 		_exit(1);
+	if (watch) {
+		/* Die once the first write (with immediate) is placed, with the
+		 * others on their way. */
+		struct kinet_sge sge = {(uint64_t)(uintptr_t)s.buf, 0, kinet_mr_lkey(s.mr)};
+		struct kinet_recv_wr rwr = {.wr_id = 1, .sg_list = &sge, .num_sge = 1};
+		struct kinet_wc wc;
+
+		if (kinet_post_recv(s.qp[0], &rwr, 1, NULL) || xfer(wr, &c, 1, 1) ||
+		    poll_one(s.cq[0], &wc, 20000))
+			_exit(1);
+	} else if (xfer(rd, &c, 1, 0)) {
+		_exit(1);
+	}
 	raise(SIGKILL);
 	_exit(1);
 }
 
-static int poll_one(struct kinet_cq *cq, struct kinet_wc *wc, unsigned ms)
+#ifdef PEER_DEATH_MID_WRITE
+/* Forks the victim and connects to it; returns its pid, or -1. */
+static pid_t start_child(struct side *s, struct hello *peer, int *to_child, int *from_child, bool watch)
 {
-	return mp_poll(cq, 1, wc, ms) == 1 ? 0 : -1;
+	struct hello mine;
+	char c;
+
+	if (pipe(to_child) || pipe(from_child))
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(to_child[1]);
+		close(from_child[0]);
+		child(to_child[0], from_child[1], watch);
+	}
+	close(to_child[0]);
+	close(from_child[1]);
+	memset(s, 0, sizeof(*s));
+	if (pid < 0 || side_open(s, 0) || hello_of(s, &mine) || xfer(from_child[0], peer, sizeof(*peer), 0) ||
+	    xfer(to_child[1], &mine, sizeof(mine), 1))
+		return -1;
+	for (int i = 0; i < 2; i++)
+		if (kinet_qp_connect(s->qp[i], &peer->qp[i]))
+			return -1;
+	if (xfer(from_child[0], &c, 1, 0))
+		return -1;
+	return pid;
 }
 
+/* The child dies while NBIG writes of BUF_LEN into it are on their way:
+ * those it had placed complete, the one in transfer fails with
+ * TRANSPORT_RETRY_EXC within the timeout, the rest are flushed. */
+KT_TEST(peer_killed_mid_write)
+{
+	int to_child[2], from_child[2], status = 0;
+	struct side s;
+	struct hello peer;
+	struct kinet_wc wc;
+	pid_t pid = start_child(&s, &peer, to_child, from_child, true);
+	KT_CHECK(pid > 0);
+	for (int i = 0; i < NBIG; i++) {
+		struct kinet_sge sge = {(uint64_t)(uintptr_t)s.buf, BUF_LEN, kinet_mr_lkey(s.mr)};
+		struct kinet_send_wr wr = {.wr_id = (uint64_t)i,
+					   .opcode = i ? KINET_WR_RDMA_WRITE : KINET_WR_RDMA_WRITE_WITH_IMM,
+					   .send_flags = KINET_SEND_SIGNALED,
+					   .sg_list = &sge,
+					   .num_sge = 1,
+					   .remote_addr = peer.mr.addr,
+					   .rkey = peer.mr.rkey};
+		KT_OK(kinet_post_send(s.qp[0], &wr, 1, NULL));
+	}
+	/* The child kills itself once the first write landed. */
+	KT_CHECK_EQ(waitpid(pid, &status, 0), pid);
+	KT_CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+
+	uint64_t t0 = mp_now_ms();
+	int errors = 0;
+	for (int i = 0; i < NBIG; i++) {
+		KT_OK(poll_one(s.cq[0], &wc, 5000));
+		KT_CHECK_EQ(wc.wr_id, (uint64_t)i);
+		if (errors)
+			KT_CHECK_EQ(wc.status, KINET_SYND_WR_FLUSH_ERR);
+		else if (wc.status)
+			KT_CHECK_EQ(wc.status, KINET_SYND_TRANSPORT_RETRY_EXC_ERR);
+		errors += wc.status != 0;
+	}
+	KT_CHECK(errors > 0);
+	KT_CHECK(mp_now_ms() - t0 < 4 * TIMEOUT_MS);
+	KT_CHECK_EQ(kinet_qp_state(s.qp[0]), KINET_QPS_ERR);
+	KT_OK(kinet_ctx_close(s.ctx));
+	free(s.buf);
+	close(to_child[1]);
+	close(from_child[0]);
+}
+
+#else
 KT_TEST(peer_killed)
 {
 	int to_child[2], from_child[2], status = 0;
@@ -116,7 +213,7 @@ KT_TEST(peer_killed)
 	if (pid == 0) {
 		close(to_child[1]);
 		close(from_child[0]);
-		child(to_child[0], from_child[1]);
+		child(to_child[0], from_child[1], false);
 	}
 	close(to_child[0]);
 	close(from_child[1]);
@@ -174,8 +271,18 @@ KT_TEST(peer_killed)
 	KT_CHECK_EQ(wc.status, KINET_SYND_TRANSPORT_RETRY_EXC_ERR);
 
 	KT_OK(kinet_ctx_close(s.ctx));
+	free(s.buf);
 	close(to_child[1]);
 	close(from_child[0]);
 }
 
+#endif
+
+/* One fork per process: a child forked after the parent used kinet would
+ * share its node id (and so its shared-memory names).  The mid-write case
+ * is built as its own program (PEER_DEATH_MID_WRITE). */
+#ifdef PEER_DEATH_MID_WRITE
+KT_MAIN(peer_killed_mid_write)
+#else
 KT_MAIN(peer_killed)
+#endif

@@ -132,7 +132,7 @@ int perf_env_sharing(const struct perf_opts *o)
 struct responder {
 	struct perf_env *e;
 	pthread_t thread;
-	volatile int stop;
+	int stop; /* atomic: set by the thread tearing down */
 	int status;
 };
 
@@ -161,7 +161,7 @@ static void *responder_main(void *p)
 	struct perf_env *e = r->e;
 	struct kinet_wc wc[32];
 	unsigned idle = 0;
-	while (!r->stop) {
+	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
 		int got = 0;
 		for (int q = 0; q < e->nqps; q++) {
 			int n = kinet_cq_poll(e->tgt[q].rcq, 32, wc);
@@ -518,7 +518,7 @@ void perf_env_teardown(struct perf_env *e)
 	const struct perf_opts *o = e->o;
 	if (e->responder) {
 		struct responder *r = (struct responder *)e->responder;
-		r->stop = 1;
+		__atomic_store_n(&r->stop, 1, __ATOMIC_RELEASE);
 		pthread_join(r->thread, NULL);
 		free(r);
 		e->responder = NULL;

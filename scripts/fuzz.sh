@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Fuzzes the software NIC with libFuzzer (tests/fuzz/) for SECONDS seconds:
+#   scripts/fuzz.sh SECONDS [libFuzzer options...]
+# Builds $FUZZ_BUILD_DIR (default build-fuzz/) with clang, ASan, UBSan and
+# coverage, starts from the seeds in tests/fuzz/corpus/ (new inputs go to a
+# scratch corpus, the repository's is left alone) and exits non-zero on a
+# finding (the crashing input is written to $FUZZ_BUILD_DIR/findings/).
+# Exits 77 with the reason when clang's libFuzzer cannot be had here.
+set -euo pipefail
+
+KINET_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SECONDS_WANTED=${1:?usage: scripts/fuzz.sh SECONDS [libFuzzer options...]}
+shift
+FUZZ_BUILD_DIR=${FUZZ_BUILD_DIR:-$KINET_ROOT/build-fuzz}
+# shellcheck source=scripts/deps.sh
+. "$KINET_ROOT/scripts/deps.sh"
+
+kinet_need_packages "${KINET_BUILD_PACKAGES[@]}" || true
+if ! command -v clang >/dev/null 2>&1; then
+	kinet_need_packages clang >/dev/null 2>&1 || true
+fi
+if command -v clang >/dev/null 2>&1 &&
+	! echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { return 0; }' |
+		clang -x c -fsanitize=fuzzer -o /dev/null - >/dev/null 2>&1; then
+	# Debian ships libFuzzer in the compiler-rt package of the clang version.
+	v=$(clang -dumpversion | cut -d. -f1)
+	kinet_need_packages "libclang-rt-$v-dev" >/dev/null 2>&1 || true
+fi
+if ! command -v clang >/dev/null 2>&1 ||
+	! echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { return 0; }' |
+		clang -x c -fsanitize=fuzzer -o /dev/null - >/dev/null 2>&1; then
+	echo "SKIP: fuzzing needs clang with libFuzzer (apt-get install clang libclang-rt-dev)"
+	exit 77
+fi
+
+FUZZ_BUILD_DIR=$(mkdir -p "$FUZZ_BUILD_DIR" && cd "$FUZZ_BUILD_DIR" && pwd)
+flags="-fsanitize=address,undefined,fuzzer-no-link -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g"
+cmake -S "$KINET_ROOT" -B "$FUZZ_BUILD_DIR" -DCMAKE_C_COMPILER=clang -DKINET_CUDA=OFF -DKINET_FUZZ=ON \
+	-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS="$flags" >/dev/null
+cmake --build "$FUZZ_BUILD_DIR" --target fuzz_engine -j "$(nproc)"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$FUZZ_BUILD_DIR/findings"
+# Leaks are checked by the sanitizer run of the test suite; here they would
+# only report the harness's persistent contexts.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# From the scratch directory: crash handlers of some libfabric providers
+# drop files in the current one.
+cd "$work"
+mkdir corpus
+"$FUZZ_BUILD_DIR/tests/fuzz/fuzz_engine" -max_total_time="$SECONDS_WANTED" -timeout=60 -rss_limit_mb=8192 \
+	-print_final_stats=1 -artifact_prefix="$FUZZ_BUILD_DIR/findings/" "$@" corpus \
+	"$KINET_ROOT/tests/fuzz/corpus"
