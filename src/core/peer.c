@@ -17,7 +17,8 @@
  *    device code falls back to the engine, which then fails the operations
  *    as for any vanished peer;
  *  - destroying the QP frees its table with the descriptor.
- * Lock order: peer_lock, then a context's MR table lock.
+ * Lock order: peer_lock, then a context's MR table lock; a link's remote
+ * side filled by a transport is under that transport's lock instead (below).
  *
  * Reachability (KINET_P2P=auto|off|force; auto by default):
  *  - both contexts on CUDA devices of this process: the same device, or
@@ -50,7 +51,7 @@ struct kinet_peer_link {
 	struct kinet_dev_peer *dev;		      /* device copy (qp->ctx memory) */
 	uint32_t slot_key[2][KINET_DEV_PEER_WINDOWS]; /* 0: free or revoked */
 	uint32_t count[2];
-	bool full_logged;
+	bool full_logged[2]; /* per side: they have different owners */
 	struct kinet_peer_link *next;
 };
 
@@ -161,11 +162,11 @@ static void window_put(struct kinet_peer_link *l, int side, uint32_t key, const 
 		if (l->slot_key[side][i] == key)
 			return;
 	if (slot == KINET_DEV_PEER_WINDOWS) {
-		if (!l->full_logged)
+		if (!l->full_logged[side])
 			KINET_INFO("qp %u: peer window table full (%u per side): region %#x and later ones "
 				   "take the engine path",
 				   l->qp->qpn, KINET_DEV_PEER_WINDOWS, key);
-		l->full_logged = true;
+		l->full_logged[side] = true;
 		return;
 	}
 	/* Fields, then the key, then the count: a reader that finds the key
@@ -290,9 +291,8 @@ static int attach_by_transport(struct kinet_qp *qp, struct kinet_peer_link *l, e
 		nanosleep(&ts, NULL);
 	}
 	if (st == REMOTE_READY) {
-		KINET_INFO("qp %u: peer path to QP %u of process %016llx (%u local, %u remote windows)",
-			   qp->qpn, qp->remote.qpn, (unsigned long long)qp->remote.node_id,
-			   l->count[SIDE_LOCAL], l->count[SIDE_REMOTE]);
+		KINET_INFO("qp %u: peer path to QP %u of process %016llx", qp->qpn, qp->remote.qpn,
+			   (unsigned long long)qp->remote.node_id);
 		return 0;
 	}
 	return refuse(qp, mode,
@@ -414,33 +414,34 @@ enum kinet_qp_path kinet_qp_path(const struct kinet_qp *qp)
 		       : KINET_QP_PATH_ENGINE;
 }
 
-/* ---- windows delivered by a transport (node_peer.c, engine thread 0) ---- */
+/* ---- windows delivered by a transport (node_peer.c, engine thread 0) ----
+ *
+ * Called with the transport's own lock held and the MR table read-locked
+ * (its progress hook), so not under peer_lock, which attach holds while it
+ * read-locks MR tables.  Nothing else touches a by_transport link's remote
+ * side (registrations of this process reach links with a target only), and
+ * the link lives until kinet_qp_destroy detaches it, after the transport's
+ * disconnect, which waits for that lock. */
 
 void kinet_peer_remote_window_add(struct kinet_qp *qp, uint32_t key, const struct kinet_dev_window *w)
 {
-	pthread_mutex_lock(&peer_lock);
 	if (qp->peer_link && qp->peer_link->by_transport && key)
 		window_put(qp->peer_link, SIDE_REMOTE, key, w);
-	pthread_mutex_unlock(&peer_lock);
 }
 
 void kinet_peer_remote_window_revoke(struct kinet_qp *qp, uint32_t key)
 {
-	pthread_mutex_lock(&peer_lock);
 	if (qp->peer_link && qp->peer_link->by_transport) {
 		windows_revoke(qp->peer_link, SIDE_REMOTE, key);
 		if (!key)
 			atomic_store(&qp->peer_link->remote_state, REMOTE_REFUSED);
 	}
-	pthread_mutex_unlock(&peer_lock);
 }
 
 void kinet_peer_remote_ready(struct kinet_qp *qp, bool ok)
 {
-	pthread_mutex_lock(&peer_lock);
 	if (qp->peer_link && qp->peer_link->by_transport)
 		atomic_store(&qp->peer_link->remote_state, ok ? REMOTE_READY : REMOTE_REFUSED);
-	pthread_mutex_unlock(&peer_lock);
 }
 
 const char *kinet_qp_path_name(enum kinet_qp_path path)

@@ -200,9 +200,11 @@ int kinet_qp_destroy(struct kinet_qp *qp)
 	if (qp->db_bad > 1)
 		KINET_INFO("qp %u: %llu bad doorbells ignored (the first was logged)", qp->qpn,
 			   (unsigned long long)qp->db_bad);
-	kinet_peer_qp_detach(qp);
+	/* Disconnect first: a transport that delivers peer windows updates
+	 * the QP's link under its own lock until then (peer.c). */
 	if (qp->transport && qp->transport->disconnect)
 		qp->transport->disconnect(qp);
+	kinet_peer_qp_detach(qp);
 
 	pthread_mutex_lock(&ctx->obj_lock);
 	for (p = &ctx->qps; *p; p = &(*p)->next_in_ctx) {
