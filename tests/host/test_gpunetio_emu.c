@@ -202,12 +202,18 @@ static void emu_submit(struct kinet_gpunetio_qp *qp, uint64_t pi, enum emu_submi
 		if (how == EMU_BF) {
 			/* The last WQE copied whole to the BlueFlame window. */
 			const uint64_t *w = (const uint64_t *)(const void *)emu_wqe(qp, pi - 1);
-			for (int i = 0; i < 8; i++)
+			/* The control word last, as a release (fence, then the
+			 * copy, in GPUNetIO): the engine reads the index there. */
+			for (int i = 1; i < 8; i++)
 				__atomic_store_n(&qp->sq_db[i], w[i], __ATOMIC_RELAXED);
+			__atomic_store_n(&qp->sq_db[0], w[0], __ATOMIC_RELEASE);
 		} else {
 			__atomic_store_n(qp->sq_db, emu_db_value(qp, pi), __ATOMIC_RELEASE);
 		}
-		__atomic_store_n(qp->sq_dbrec, kinet_be32((uint32_t)pi & 0xffff), __ATOMIC_RELAXED);
+		/* A release store where GPUNetIO fences, then stores: the same
+		 * order, in a form ThreadSanitizer sees (it does not model
+		 * fences), since the engine may take the record as its hint. */
+		__atomic_store_n(qp->sq_dbrec, kinet_be32((uint32_t)pi & 0xffff), __ATOMIC_RELEASE);
 		__atomic_thread_fence(__ATOMIC_RELEASE);
 		__atomic_store_n(qp->sq_db, emu_db_value(qp, pi), __ATOMIC_RELEASE);
 	}
