@@ -19,6 +19,7 @@ struct kinet_engine_thread;
 struct kinet_gpunetio_qp;
 struct kinet_gpunetio_cq;
 struct kinet_transport_ops;
+struct kinet_provider_ops;
 
 /* ---- log (log.c) ---- */
 void kinet_log(enum kinet_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -310,6 +311,7 @@ static inline void kinet_qp_put(struct kinet_qp *qp)
 struct kinet_ctx {
 	struct kinet_ctx_attr attr;
 	const char *provider_name;
+	const struct kinet_provider_ops *ops; /* the provider's (src/core/provider.h) */
 	uint64_t node_id;
 	int cuda_device; /* -1 without CUDA */
 

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "internal.h"
-#include "transport/remote.h"
+#include "provider.h"
 
 #define QP_MAX_DEPTH 32768
 #define QP_MIN_SQ_BBS 8
@@ -172,7 +172,7 @@ int kinet_qp_create(struct kinet_ctx *ctx, const struct kinet_qp_attr *attr, str
 	pthread_mutex_unlock(&ctx->obj_lock);
 
 	/* The engine looks at it only once it reaches RTS (or ERR). */
-	kinet_engine_add_qp(ctx, qp);
+	ctx->ops->qp_add(qp);
 	KINET_DBG("qp %u: %u BBs, rq %u x %u B, doorbell mode %d", qp->qpn, qp->sq_bbs, qp->rq_depth,
 		  qp->rq_stride, qp->db_mode);
 	*out = qp;
@@ -193,7 +193,7 @@ int kinet_qp_destroy(struct kinet_qp *qp)
 		return KINET_EINVAL("qp", "NULL");
 	ctx = qp->ctx;
 	if (!atomic_load(&ctx->engine_stopped))
-		kinet_engine_remove_qp(ctx, qp);
+		ctx->ops->qp_remove(qp);
 	if (qp->bf_mismatch)
 		KINET_INFO("qp %u: %llu BlueFlame copies differed from the send queue", qp->qpn,
 			   (unsigned long long)qp->bf_mismatch);
@@ -202,8 +202,7 @@ int kinet_qp_destroy(struct kinet_qp *qp)
 			   (unsigned long long)qp->db_bad);
 	/* Disconnect first: a transport that delivers peer windows updates
 	 * the QP's link under its own lock until then (peer.c). */
-	if (qp->transport && qp->transport->disconnect)
-		qp->transport->disconnect(qp);
+	ctx->ops->qp_disconnect(qp);
 	kinet_peer_qp_detach(qp);
 
 	pthread_mutex_lock(&ctx->obj_lock);
@@ -249,22 +248,14 @@ int kinet_qp_info(const struct kinet_qp *qp, struct kinet_qp_info *info)
 	memset(info, 0, sizeof(*info));
 	info->qpn = qp->qpn;
 	info->node_id = qp->ctx->node_id;
-	/* Host id and carrier addresses, for peers in other processes (the
-	 * layout is in src/transport/remote.c). */
-	kinet_remote_fill_info(qp->ctx, info);
+	/* What peers in other processes need to reach it (the provider's). */
+	qp->ctx->ops->qp_info(qp->ctx, info);
 	return 0;
-}
-
-/* local, node or ofi, per $KINET_TRANSPORT (src/transport/remote.c). */
-static const struct kinet_transport_ops *qp_choose_transport(struct kinet_qp *qp,
-							     const struct kinet_qp_info *remote)
-{
-	return kinet_remote_choose(qp->ctx, remote);
 }
 
 int kinet_qp_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote)
 {
-	const struct kinet_transport_ops *tr;
+	const char *how = NULL;
 	int state, ret;
 
 	if (!qp)
@@ -276,30 +267,20 @@ int kinet_qp_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote)
 		KINET_ERR("%s: QP %u is in state %s, not RESET", __func__, qp->qpn, state_name(state));
 		return -EINVAL;
 	}
-	tr = qp_choose_transport(qp, remote);
-	if (!tr) {
-		KINET_ERR("qp %u: no transport reaches peer QP %u (node %016llx)", qp->qpn, remote->qpn,
-			  (unsigned long long)remote->node_id);
-		return -EHOSTUNREACH;
-	}
-
 	atomic_store(&qp->state, KINET_QPS_INIT);
 	qp->remote = *remote;
-	qp->transport = tr;
 	atomic_store(&qp->state, KINET_QPS_RTR);
-	ret = tr->connect ? tr->connect(qp, remote) : 0;
+	/* The provider picks the path and logs why none reaches the peer. */
+	ret = qp->ctx->ops->qp_connect(qp, remote, &how);
 	if (ret) {
-		KINET_ERR("qp %u: %s transport cannot connect to QP %u: %s", qp->qpn, tr->name, remote->qpn,
-			  kinet_strerror(ret));
-		qp->transport = NULL;
 		memset(&qp->remote, 0, sizeof(qp->remote));
 		atomic_store(&qp->state, KINET_QPS_RESET);
 		return ret;
 	}
-	/* Release: the engine that sees RTS sees the transport and peer too. */
+	/* Release: the provider that sees RTS sees its path and the peer too. */
 	atomic_store_explicit(&qp->state, KINET_QPS_RTS, memory_order_release);
-	kinet_engine_kick(qp);
-	KINET_DBG("qp %u: connected to QP %u over %s", qp->qpn, remote->qpn, tr->name);
+	qp->ctx->ops->doorbell(qp);
+	KINET_DBG("qp %u: connected to QP %u over %s", qp->qpn, remote->qpn, how);
 	/* An exported QP gets the peer path now (connected and exported). */
 	return kinet_peer_qp_attach(qp);
 }
@@ -318,7 +299,7 @@ int kinet_qp_set_error(struct kinet_qp *qp)
 		return KINET_EINVAL("qp", "NULL");
 	kinet_qp_to_error(qp, "set by user");
 	if (!atomic_load(&qp->ctx->engine_stopped))
-		kinet_engine_kick(qp);
+		qp->ctx->ops->doorbell(qp);
 	return 0;
 }
 

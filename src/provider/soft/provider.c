@@ -1,0 +1,87 @@
+/*
+ * The software NIC as a provider: its ops table, registered at load time.
+ * Engine threads execute the WQEs; a transport (local, node or ofi) per
+ * connected QP moves the bytes.
+ */
+#include "provider.h"
+#include <errno.h>
+
+#include "engine/engine.h"
+#include "transport/remote.h"
+
+static int soft_qp_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote, const char **how)
+{
+	/* local, node or ofi, per $KINET_TRANSPORT (transport/remote.c). */
+	const struct kinet_transport_ops *tr = kinet_remote_choose(qp->ctx, remote);
+	int ret;
+
+	if (!tr) {
+		KINET_ERR("qp %u: no transport reaches peer QP %u (node %016llx)", qp->qpn, remote->qpn,
+			  (unsigned long long)remote->node_id);
+		return -EHOSTUNREACH;
+	}
+	qp->transport = tr;
+	ret = tr->connect ? tr->connect(qp, remote) : 0;
+	if (ret) {
+		KINET_ERR("qp %u: %s transport cannot connect to QP %u: %s", qp->qpn, tr->name, remote->qpn,
+			  kinet_strerror(ret));
+		qp->transport = NULL;
+		return ret;
+	}
+	*how = tr->name;
+	return 0;
+}
+
+static void soft_qp_disconnect(struct kinet_qp *qp)
+{
+	if (qp->transport && qp->transport->disconnect)
+		qp->transport->disconnect(qp);
+}
+
+static enum kinet_peer_reach soft_peer_reach(const struct kinet_qp *qp)
+{
+	if (qp->transport == &kinet_transport_local)
+		return KINET_PEER_REACH_PROCESS;
+	if (qp->transport && qp->transport->peer_hello)
+		return KINET_PEER_REACH_HELLO;
+	return KINET_PEER_REACH_NONE;
+}
+
+static int soft_peer_hello(struct kinet_qp *qp)
+{
+	return qp->transport->peer_hello(qp);
+}
+
+static void soft_qp_add(struct kinet_qp *qp)
+{
+	kinet_engine_add_qp(qp->ctx, qp);
+}
+
+static void soft_qp_remove(struct kinet_qp *qp)
+{
+	kinet_engine_remove_qp(qp->ctx, qp);
+}
+
+static const struct kinet_provider_ops soft_ops = {
+	.ctx_open = kinet_engine_start,
+	.ctx_stop = kinet_engine_stop,
+	.ctx_close = kinet_remote_close,
+	.ctx_pause = kinet_engine_pause,
+	.qp_add = soft_qp_add,
+	.qp_remove = soft_qp_remove,
+	.qp_info = kinet_remote_fill_info,
+	.qp_connect = soft_qp_connect,
+	.qp_disconnect = soft_qp_disconnect,
+	.doorbell = kinet_engine_kick,
+	.peer_reach = soft_peer_reach,
+	.peer_hello = soft_peer_hello,
+	.peer_publish = kinet_remote_peer_publish,
+	.peer_withdraw = kinet_remote_peer_withdraw,
+};
+
+static struct kinet_provider soft_provider = {.name = "soft", .ops = &soft_ops};
+
+__attribute__((constructor)) static void soft_register(void)
+{
+	kinet_provider_register(&soft_provider);
+}
