@@ -274,24 +274,6 @@ struct kinet_qp {
 	struct kinet_peer_link *peer_link;
 };
 
-/* Receive side, used by transports on the target QP (rq_lock held by the
- * caller across take and complete): the next posted receive WQE, or NULL. */
-const struct kinet_wqe_data_seg *kinet_qp_rq_peek(struct kinet_qp *qp, uint16_t *index);
-void kinet_qp_rq_consume(struct kinet_qp *qp);
-/* Checks the scatter list of the receive WQE seg (from kinet_qp_rq_peek)
- * for a message of len bytes: each entry's key, range and LOCAL_WRITE in
- * qp's registration table (read lock held by the caller), then that they
- * hold len bytes.  Fills dst[]/dst_len[] (KINET_MAX_SGE entries) and
- * *ndst.  Returns 0 or the responder's syndrome, LOCAL_PROT_ERR or
- * LOCAL_LENGTH_ERR; kinet_recv_requester_syndrome() maps it to what the
- * requester is told. */
-uint8_t kinet_qp_rq_resolve(struct kinet_qp *qp, const struct kinet_wqe_data_seg *seg, uint64_t len,
-			    struct kinet_mr_ref *dst, uint32_t *dst_len, int *ndst);
-static inline uint8_t kinet_recv_requester_syndrome(uint8_t responder_syndrome)
-{
-	return responder_syndrome == KINET_SYND_LOCAL_LENGTH_ERR ? KINET_SYND_REMOTE_INVAL_REQ_ERR
-								 : KINET_SYND_REMOTE_OP_ERR;
-}
 void kinet_qp_to_error(struct kinet_qp *qp, const char *why);
 /* Whether ctx has a QP numbered qpn (the pointer must not be used). */
 struct kinet_qp *kinet_ctx_find_qp(struct kinet_ctx *ctx, uint32_t qpn);

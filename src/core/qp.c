@@ -1,6 +1,6 @@
 /*
  * Queue pairs: queues and doorbells in host memory mapped for the GPU, the
- * RESET -> INIT -> RTR -> RTS walk, and the receive side used by transports.
+ * RESET -> INIT -> RTR -> RTS walk.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -316,48 +316,4 @@ enum kinet_qp_state kinet_qp_state(const struct kinet_qp *qp)
 enum kinet_db_mode kinet_qp_db_mode(const struct kinet_qp *qp)
 {
 	return qp ? qp->db_mode : KINET_DB_AUTO;
-}
-
-/* ---- receive side, for transports (rq_lock held) ---- */
-
-const struct kinet_wqe_data_seg *kinet_qp_rq_peek(struct kinet_qp *qp, uint16_t *index)
-{
-	uint32_t head;
-
-	if (!qp->rq)
-		return NULL;
-	/* Acquire: the receive WQE is read only after the record saying it
-	 * is there. */
-	head = kinet_be32(__atomic_load_n(&qp->dbrec[KINET_DBR_RECV], __ATOMIC_ACQUIRE)) & 0xffff;
-	if (!((head - (uint16_t)qp->rq_ci) & 0xffff))
-		return NULL;
-	*index = (uint16_t)qp->rq_ci;
-	return (const struct kinet_wqe_data_seg *)(qp->rq + (qp->rq_ci & (qp->rq_depth - 1)) * qp->rq_stride);
-}
-
-void kinet_qp_rq_consume(struct kinet_qp *qp)
-{
-	qp->rq_ci++;
-}
-
-uint8_t kinet_qp_rq_resolve(struct kinet_qp *qp, const struct kinet_wqe_data_seg *seg, uint64_t len,
-			    struct kinet_mr_ref *dst, uint32_t *dst_len, int *ndst)
-{
-	uint64_t room = 0;
-
-	*ndst = 0;
-	for (uint32_t i = 0; i < qp->rq_stride / sizeof(*seg) && i < qp->attr.max_recv_sge; i++) {
-		struct kinet_wqe_data_seg sg;
-
-		memcpy(&sg, &seg[i], sizeof(sg));
-		uint32_t lkey = kinet_be32(sg.lkey), n = kinet_be32(sg.byte_count);
-		if (lkey == KINET_INVALID_LKEY)
-			break;
-		if (kinet_mr_lookup(qp->ctx, lkey, kinet_be64(sg.addr), n, KINET_ACCESS_LOCAL_WRITE,
-				    &dst[*ndst]))
-			return KINET_SYND_LOCAL_PROT_ERR;
-		dst_len[(*ndst)++] = n;
-		room += n;
-	}
-	return room < len ? KINET_SYND_LOCAL_LENGTH_ERR : 0;
 }

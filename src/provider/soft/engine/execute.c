@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "responder.h"
 
 #define PASS_BUDGET 64 /* WQEs per QP per pass, for fairness */
 

@@ -87,16 +87,6 @@ static uint64_t get64(const uint8_t *p)
 	return v;
 }
 
-int rp_copy_sync(struct kinet_engine_thread *t, void *dst, enum kinet_mem_type dt, const void *src,
-		 enum kinet_mem_type st, size_t len)
-{
-	int rc = kinet_engine_copy(t, dst, dt, src, st, len);
-
-	if (rc > 0)
-		rc = kinet_engine_copy_sync(t);
-	return rc < 0 ? rc : 0;
-}
-
 static void deliver(struct kinet_carrier *c, struct kinet_carrier_peer *peer, const void *msg, size_t len,
 		    void *arg)
 {
