@@ -135,8 +135,9 @@ static void ctx_free(struct kinet_ctx *ctx)
 int kinet_ctx_open(const struct kinet_ctx_attr *attr, struct kinet_ctx **out)
 {
 	struct kinet_ctx_attr dflt;
+	const struct kinet_provider_ops *ops;
 	struct kinet_ctx *ctx;
-	const char *provider;
+	const char *provider, *provider_name;
 	long nthreads;
 	int ret;
 
@@ -152,9 +153,17 @@ int kinet_ctx_open(const struct kinet_ctx_attr *attr, struct kinet_ctx **out)
 	if (attr->cuda_device < -2)
 		return KINET_EINVAL("attr->cuda_device", "must be >= 0, -1 (default) or -2 (host only)");
 
-	ctx = calloc(1, sizeof(*ctx));
+	/* The provider first: it says how large its context is. */
+	provider = attr->provider ? attr->provider : kinet_env_str("KINET_PROVIDER", "auto");
+	ret = choose_provider(provider, &provider_name, &ops);
+	if (ret)
+		return ret;
+
+	ctx = calloc(1, ops->ctx_size);
 	if (!ctx)
 		return -ENOMEM;
+	ctx->provider_name = provider_name;
+	ctx->ops = ops;
 	ctx->attr = *attr;
 	ctx->cuda_device = -1;
 	pthread_rwlock_init(&ctx->mr_lock, NULL);
@@ -162,10 +171,6 @@ int kinet_ctx_open(const struct kinet_ctx_attr *attr, struct kinet_ctx **out)
 	pthread_mutex_init(&ctx->atomic_lock, NULL);
 	pthread_mutex_init(&ctx->err_lock, NULL);
 
-	provider = attr->provider ? attr->provider : kinet_env_str("KINET_PROVIDER", "auto");
-	ret = choose_provider(provider, &ctx->provider_name, &ctx->ops);
-	if (ret)
-		goto err;
 	ret = choose_cuda_device(attr->cuda_device, &ctx->cuda_device);
 	if (ret)
 		goto err;

@@ -1,6 +1,8 @@
 /*
- * Internal objects of the host library, shared by core, engine and
- * transports.  Not installed.
+ * Core's internal objects and helpers (src/core), which providers build on.
+ * Not installed.  What only one provider uses is in that provider's folder
+ * (src/provider/soft/soft.h); the ops between core and a provider are in
+ * provider.h.
  */
 #ifndef KINET_INTERNAL_H
 #define KINET_INTERNAL_H
@@ -14,11 +16,8 @@
 #include "kinet/kinet.h"
 #include "kinet/wire.h"
 
-struct kinet_engine;
-struct kinet_engine_thread;
 struct kinet_gpunetio_qp;
 struct kinet_gpunetio_cq;
-struct kinet_transport_ops;
 struct kinet_provider_ops;
 
 /* ---- log (log.c) ---- */
@@ -60,7 +59,7 @@ bool kinet_log_demote(bool on);
 void kinet_job_size(int *nranks, int *local);
 void kinet_job_joined(int nranks);
 
-/* ---- pollers (engine/pollers.c) ---- */
+/* ---- pollers (pollers.c) ---- */
 /* Counts polling threads of this process: engine threads, or emulated
  * device threads. */
 void kinet_pollers_add(bool engine, int delta);
@@ -123,14 +122,6 @@ struct kinet_mr {
 	unsigned access;
 	enum kinet_mem_type type;
 	int cuda_device;
-	/* GPU regions: the CUDA IPC export of the allocation holding the
-	 * region, made on first use by the node transport
-	 * (src/transport/node_ipc.c) under the context's remote-protocol
-	 * lock. */
-	int8_t ipc_state;  /* 0: not tried, 1: exported, -1: cannot be */
-	uint64_t ipc_base; /* the allocation's base address and size */
-	uint64_t ipc_size;
-	uint8_t ipc_handle[64]; /* cudaIpcMemHandle_t */
 	/* Set as deregistration starts: no new peer-path window (peer.c). */
 	atomic_bool revoked;
 };
@@ -204,7 +195,8 @@ int kinet_cq_write(struct kinet_cq *cq, const struct kinet_cqe_desc *desc, bool 
 int kinet_cq_produced(struct kinet_ctx *ctx, uint32_t cqn, uint64_t *produced);
 
 /* ---- queue pairs (qp.c) ---- */
-struct kinet_pending; /* engine-private in-flight operation */
+/* Scatter/gather entries a work request or receive WQE may have. */
+#define KINET_MAX_SGE 16
 
 struct kinet_qp {
 	struct kinet_ctx *ctx;
@@ -240,21 +232,7 @@ struct kinet_qp {
 
 	/* peer */
 	struct kinet_qp_info remote;
-	const struct kinet_transport_ops *transport;
-	void *transport_priv;
 
-	/* engine, owned by the thread that runs this QP */
-	struct kinet_engine_thread *owner;
-	uint64_t sq_ci;	       /* next BB to execute */
-	uint64_t sq_seen_pi;   /* producer index seen from the doorbell */
-	uint64_t db_bad;       /* doorbells that could not be right (src/engine/doorbell.c) */
-	uint64_t db_bad_value; /* the last of them */
-	uint64_t rq_ci;	       /* receive WQEs consumed, under rq_lock */
-	pthread_mutex_t rq_lock;
-	uint64_t retry_start_ns; /* head WQE waiting (RNR), 0 if not */
-	struct kinet_pending *pending_head, *pending_tail;
-	uint32_t npending;
-	uint64_t bf_mismatch; /* BlueFlame copies that differed from the ring */
 	/* References of those that reach the QP without owning it: a local
 	 * requester's batch (the QP as its target), responder completions
 	 * in flight, pollers decoding its CQEs.  Destroy unlinks the QP
@@ -311,11 +289,6 @@ struct kinet_ctx {
 
 	pthread_mutex_t atomic_lock; /* GPU-memory atomics targeting this ctx */
 
-	struct kinet_engine *engine;
-	/* Remote protocol state (node/ofi transports), opened on first use;
-	 * engine thread 0 calls remote_progress on every pass. */
-	void *remote;
-	int (*remote_progress)(struct kinet_ctx *ctx);
 	atomic_bool engine_stopped;	 /* set by kinet_ctx_close once the engine is gone */
 	struct kinet_dev_error *dev_err; /* host pointer, host-mapped */
 	pthread_mutex_t err_lock;
@@ -371,99 +344,5 @@ int kinet_cuda_peer_access(int from, int to);
 /* 0 and the device address minus the host address of pinned, mapped host
  * memory; -ENOENT for memory the GPU cannot reach (cuda.c). */
 int kinet_cuda_host_mapping(const void *ptr, uint64_t *delta);
-
-/* ---- engine (src/engine) ---- */
-int kinet_engine_start(struct kinet_ctx *ctx, int nthreads);
-void kinet_engine_stop(struct kinet_ctx *ctx);
-/* Hands a QP to one engine thread / takes it back (waits for a pass to
- * finish, then completes or drops its in-flight work). */
-void kinet_engine_add_qp(struct kinet_ctx *ctx, struct kinet_qp *qp);
-void kinet_engine_remove_qp(struct kinet_ctx *ctx, struct kinet_qp *qp);
-/* Wakes the thread owning qp (a host post just rang). */
-void kinet_engine_kick(struct kinet_qp *qp);
-void kinet_engine_pause(struct kinet_ctx *ctx, bool paused);
-
-/* ---- transports (src/transport) ---- */
-
-/* A decoded WQE, ready to execute.  Local SGEs are checked by the engine
- * before the transport sees them. */
-#define KINET_MAX_SGE 16
-struct kinet_op {
-	uint8_t opcode;
-	uint8_t fm_ce_se;
-	uint16_t wqe_counter;
-	uint32_t imm_be;
-	uint64_t raddr;
-	uint32_t rkey;
-	uint64_t swap_add;
-	uint64_t compare;
-	uint32_t wait_cqn; /* WAIT: the CQ number and CQE index awaited */
-	uint32_t wait_index;
-	uint32_t length;	    /* total bytes */
-	bool after_pending;	    /* earlier operations of the QP are still in flight:
-				     * anything that would complete synchronously must
-				     * answer KINET_EXEC_BUSY, without side effects */
-	const uint8_t *inline_data; /* non-NULL for inline writes/sends */
-	int nsge;
-	struct kinet_mr_ref sge[KINET_MAX_SGE];
-	uint32_t sge_len[KINET_MAX_SGE];
-};
-
-/* What executing an operation gave. */
-enum kinet_exec_status {
-	KINET_EXEC_DONE = 0, /* complete at the target */
-	KINET_EXEC_PENDING,  /* issued; the transport completes it later */
-	KINET_EXEC_RETRY,    /* peer not ready (RNR, unreachable): retry until
-			      * the deadline, then fail with res->syndrome */
-	KINET_EXEC_BUSY,     /* must wait for the QP's in-flight operations */
-	KINET_EXEC_ERROR,    /* *syndrome set */
-};
-
-struct kinet_exec_result {
-	enum kinet_exec_status status;
-	uint8_t syndrome;
-	uint32_t byte_cnt; /* for the requester CQE (reads, atomics) */
-	/* Responder completion (send, write-with-immediate), written by the
-	 * engine once the data is placed; resp_qp holds a reference. */
-	struct kinet_qp *resp_qp;
-	struct kinet_cq *resp_cq;
-	struct kinet_cqe_desc resp_cqe;
-	/* KINET_EXEC_PENDING without copies on the engine stream: the
-	 * transport tracks the operation; op_done(token) reports its end. */
-	uint64_t token;
-	bool tracked_by_transport;
-};
-
-/* Moves len bytes.  Host to host: memcpy, returns 0.  Either side in GPU
- * memory: issued on the engine thread's copy stream, returns 1 (the engine
- * then tracks the operation with an event); negative errno on failure. */
-int kinet_engine_copy(struct kinet_engine_thread *thread, void *dst, enum kinet_mem_type dst_type,
-		      const void *src, enum kinet_mem_type src_type, size_t len);
-/* Waits for the copies issued so far by the thread (GPU-memory atomics). */
-int kinet_engine_copy_sync(struct kinet_engine_thread *thread);
-
-struct kinet_transport_ops {
-	const char *name;
-	int (*connect)(struct kinet_qp *qp, const struct kinet_qp_info *remote);
-	void (*disconnect)(struct kinet_qp *qp);
-	/* Executes op (from qp's send queue) against the peer. */
-	void (*execute)(struct kinet_engine_thread *thread, struct kinet_qp *qp, struct kinet_op *op,
-			struct kinet_exec_result *res);
-	/* For operations the transport tracks (res->tracked_by_transport):
-	 * 1 once complete, with *syndrome 0 or the error, else 0.  Every
-	 * operation completes within the QP's timeout (a dead peer gives
-	 * TRANSPORT_RETRY_EXC), and no data lands after it completed. */
-	int (*op_done)(struct kinet_qp *qp, uint64_t token, uint8_t *syndrome);
-	/* Optional: called after each batch of execute() calls on qp (with the
-	 * QP's registration table read-locked throughout the batch), so a
-	 * transport may keep per-batch state such as a looked-up target. */
-	void (*batch_end)(struct kinet_qp *qp);
-	/* Optional: asks the target for its memory windows (peer path across
-	 * processes of one host); the answers come through
-	 * kinet_peer_remote_*.  0 once asked. */
-	int (*peer_hello)(struct kinet_qp *qp);
-};
-
-extern const struct kinet_transport_ops kinet_transport_local;
 
 #endif /* KINET_INTERNAL_H */

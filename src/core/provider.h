@@ -9,6 +9,7 @@
 #define KINET_PROVIDER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "kinet/kinet.h"
 
@@ -24,6 +25,13 @@ enum kinet_peer_reach {
 };
 
 struct kinet_provider_ops {
+	/* Bytes core allocates for a context, QP and MR: the provider's
+	 * objects begin with core's (struct kinet_ctx ctx; ...) and add its
+	 * private fields after it. */
+	size_t ctx_size;
+	size_t qp_size;
+	size_t mr_size;
+
 	/* ---- context ---- */
 	/* Starts the NIC for ctx (nthreads: engine threads asked for). */
 	int (*ctx_open)(struct kinet_ctx *ctx, int nthreads);
@@ -35,11 +43,15 @@ struct kinet_provider_ops {
 	void (*ctx_pause)(struct kinet_ctx *ctx, bool paused);
 
 	/* ---- queue pairs ---- */
+	/* The provider's part of a QP just allocated (zeroed), and of one
+	 * being freed (after every reference is gone). */
+	void (*qp_init)(struct kinet_qp *qp);
+	void (*qp_fini)(struct kinet_qp *qp);
 	/* Hands a new QP (rings allocated, RESET) to the NIC, which runs it
-	 * once it reaches RTS or ERR; qp_remove takes it back, completing or
-	 * dropping its in-flight work (not called after ctx_stop). */
+	 * once it reaches RTS or ERR; qp_destroy takes it back (unless
+	 * ctx_stop ran), completing or dropping its in-flight work. */
 	void (*qp_add)(struct kinet_qp *qp);
-	void (*qp_remove)(struct kinet_qp *qp);
+	void (*qp_destroy)(struct kinet_qp *qp);
 	/* Provider part of kinet_qp_info (info->transport). */
 	void (*qp_info)(struct kinet_ctx *ctx, struct kinet_qp_info *info);
 	/* RESET -> RTS toward remote: 0, -EHOSTUNREACH (nothing reaches it,

@@ -105,7 +105,7 @@ static void qp_free(struct kinet_qp *qp)
 	free(qp->sq_nbb);
 	free(qp->rq_wrid);
 	pthread_mutex_destroy(&qp->post_lock);
-	pthread_mutex_destroy(&qp->rq_lock);
+	ctx->ops->qp_fini(qp);
 	free(qp);
 }
 
@@ -125,7 +125,7 @@ int kinet_qp_create(struct kinet_ctx *ctx, const struct kinet_qp_attr *attr, str
 	if (ret)
 		return ret;
 
-	qp = calloc(1, sizeof(*qp));
+	qp = calloc(1, ctx->ops->qp_size);
 	if (!qp)
 		return -ENOMEM;
 	qp->ctx = ctx;
@@ -137,7 +137,7 @@ int kinet_qp_create(struct kinet_ctx *ctx, const struct kinet_qp_attr *attr, str
 	 * on the GPU side; no doorbell record, no UAR write behind a fence). */
 	qp->db_mode = attr->db_mode == KINET_DB_AUTO ? KINET_DB_CPU : attr->db_mode;
 	pthread_mutex_init(&qp->post_lock, NULL);
-	pthread_mutex_init(&qp->rq_lock, NULL);
+	ctx->ops->qp_init(qp);
 
 	qp->sq_bbs = pow2_ceil(attr->sq_depth < QP_MIN_SQ_BBS ? QP_MIN_SQ_BBS : attr->sq_depth);
 	qp->sq_log = log2_u32(qp->sq_bbs);
@@ -192,14 +192,7 @@ int kinet_qp_destroy(struct kinet_qp *qp)
 	if (!qp)
 		return KINET_EINVAL("qp", "NULL");
 	ctx = qp->ctx;
-	if (!atomic_load(&ctx->engine_stopped))
-		ctx->ops->qp_remove(qp);
-	if (qp->bf_mismatch)
-		KINET_INFO("qp %u: %llu BlueFlame copies differed from the send queue", qp->qpn,
-			   (unsigned long long)qp->bf_mismatch);
-	if (qp->db_bad > 1)
-		KINET_INFO("qp %u: %llu bad doorbells ignored (the first was logged)", qp->qpn,
-			   (unsigned long long)qp->db_bad);
+	ctx->ops->qp_destroy(qp);
 	/* Disconnect first: a transport that delivers peer windows updates
 	 * the QP's link under its own lock until then (peer.c). */
 	ctx->ops->qp_disconnect(qp);

@@ -3,10 +3,11 @@
  * Engine threads execute the WQEs; a transport (local, node or ofi) per
  * connected QP moves the bytes.
  */
-#include "provider.h"
 #include <errno.h>
 
 #include "engine/engine.h"
+#include "provider.h"
+#include "soft.h"
 #include "transport/remote.h"
 
 static int soft_qp_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote, const char **how)
@@ -20,12 +21,12 @@ static int soft_qp_connect(struct kinet_qp *qp, const struct kinet_qp_info *remo
 			  (unsigned long long)remote->node_id);
 		return -EHOSTUNREACH;
 	}
-	qp->transport = tr;
+	kinet_sqp(qp)->transport = tr;
 	ret = tr->connect ? tr->connect(qp, remote) : 0;
 	if (ret) {
 		KINET_ERR("qp %u: %s transport cannot connect to QP %u: %s", qp->qpn, tr->name, remote->qpn,
 			  kinet_strerror(ret));
-		qp->transport = NULL;
+		kinet_sqp(qp)->transport = NULL;
 		return ret;
 	}
 	*how = tr->name;
@@ -34,22 +35,22 @@ static int soft_qp_connect(struct kinet_qp *qp, const struct kinet_qp_info *remo
 
 static void soft_qp_disconnect(struct kinet_qp *qp)
 {
-	if (qp->transport && qp->transport->disconnect)
-		qp->transport->disconnect(qp);
+	if (kinet_sqp(qp)->transport && kinet_sqp(qp)->transport->disconnect)
+		kinet_sqp(qp)->transport->disconnect(qp);
 }
 
 static enum kinet_peer_reach soft_peer_reach(const struct kinet_qp *qp)
 {
-	if (qp->transport == &kinet_transport_local)
+	if (kinet_sqp(qp)->transport == &kinet_transport_local)
 		return KINET_PEER_REACH_PROCESS;
-	if (qp->transport && qp->transport->peer_hello)
+	if (kinet_sqp(qp)->transport && kinet_sqp(qp)->transport->peer_hello)
 		return KINET_PEER_REACH_HELLO;
 	return KINET_PEER_REACH_NONE;
 }
 
 static int soft_peer_hello(struct kinet_qp *qp)
 {
-	return qp->transport->peer_hello(qp);
+	return kinet_sqp(qp)->transport->peer_hello(qp);
 }
 
 static void soft_qp_add(struct kinet_qp *qp)
@@ -57,18 +58,42 @@ static void soft_qp_add(struct kinet_qp *qp)
 	kinet_engine_add_qp(qp->ctx, qp);
 }
 
-static void soft_qp_remove(struct kinet_qp *qp)
+static void soft_qp_init(struct kinet_qp *qp)
 {
-	kinet_engine_remove_qp(qp->ctx, qp);
+	pthread_mutex_init(&kinet_sqp(qp)->rq_lock, NULL);
+}
+
+static void soft_qp_fini(struct kinet_qp *qp)
+{
+	pthread_mutex_destroy(&kinet_sqp(qp)->rq_lock);
+}
+
+static void soft_qp_destroy(struct kinet_qp *qp)
+{
+	struct kinet_soft_qp *s = kinet_sqp(qp);
+
+	if (!atomic_load(&qp->ctx->engine_stopped))
+		kinet_engine_remove_qp(qp->ctx, qp);
+	if (s->bf_mismatch)
+		KINET_INFO("qp %u: %llu BlueFlame copies differed from the send queue", qp->qpn,
+			   (unsigned long long)s->bf_mismatch);
+	if (s->db_bad > 1)
+		KINET_INFO("qp %u: %llu bad doorbells ignored (the first was logged)", qp->qpn,
+			   (unsigned long long)s->db_bad);
 }
 
 static const struct kinet_provider_ops soft_ops = {
+	.ctx_size = sizeof(struct kinet_soft_ctx),
+	.qp_size = sizeof(struct kinet_soft_qp),
+	.mr_size = sizeof(struct kinet_soft_mr),
 	.ctx_open = kinet_engine_start,
 	.ctx_stop = kinet_engine_stop,
 	.ctx_close = kinet_remote_close,
 	.ctx_pause = kinet_engine_pause,
+	.qp_init = soft_qp_init,
+	.qp_fini = soft_qp_fini,
 	.qp_add = soft_qp_add,
-	.qp_remove = soft_qp_remove,
+	.qp_destroy = soft_qp_destroy,
 	.qp_info = kinet_remote_fill_info,
 	.qp_connect = soft_qp_connect,
 	.qp_disconnect = soft_qp_disconnect,

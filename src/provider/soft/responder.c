@@ -43,15 +43,16 @@ const struct kinet_wqe_data_seg *kinet_qp_rq_peek(struct kinet_qp *qp, uint16_t 
 	/* Acquire: the receive WQE is read only after the record saying it
 	 * is there. */
 	head = kinet_be32(__atomic_load_n(&qp->dbrec[KINET_DBR_RECV], __ATOMIC_ACQUIRE)) & 0xffff;
-	if (!((head - (uint16_t)qp->rq_ci) & 0xffff))
+	if (!((head - (uint16_t)kinet_sqp(qp)->rq_ci) & 0xffff))
 		return NULL;
-	*index = (uint16_t)qp->rq_ci;
-	return (const struct kinet_wqe_data_seg *)(qp->rq + (qp->rq_ci & (qp->rq_depth - 1)) * qp->rq_stride);
+	*index = (uint16_t)kinet_sqp(qp)->rq_ci;
+	return (const struct kinet_wqe_data_seg *)(qp->rq + (kinet_sqp(qp)->rq_ci & (qp->rq_depth - 1)) *
+								    qp->rq_stride);
 }
 
 void kinet_qp_rq_consume(struct kinet_qp *qp)
 {
-	qp->rq_ci++;
+	kinet_sqp(qp)->rq_ci++;
 }
 
 int kinet_resp_take_recv_imm(struct kinet_qp *tq, uint16_t *index)
@@ -60,11 +61,11 @@ int kinet_resp_take_recv_imm(struct kinet_qp *tq, uint16_t *index)
 
 	if (!tq->rq)
 		return KINET_SYND_REMOTE_INVAL_REQ_ERR;
-	pthread_mutex_lock(&tq->rq_lock);
+	pthread_mutex_lock(&kinet_sqp(tq)->rq_lock);
 	have = kinet_qp_rq_peek(tq, index) != NULL;
 	if (have)
 		kinet_qp_rq_consume(tq);
-	pthread_mutex_unlock(&tq->rq_lock);
+	pthread_mutex_unlock(&kinet_sqp(tq)->rq_lock);
 	return have ? 0 : KINET_RESP_RNR;
 }
 
@@ -98,10 +99,10 @@ int kinet_resp_recv_peek(struct kinet_qp *tq, uint32_t len, struct kinet_resp_re
 
 	if (!tq->rq)
 		return KINET_SYND_REMOTE_INVAL_REQ_ERR;
-	pthread_mutex_lock(&tq->rq_lock);
+	pthread_mutex_lock(&kinet_sqp(tq)->rq_lock);
 	seg = kinet_qp_rq_peek(tq, &rv->index);
 	if (!seg) {
-		pthread_mutex_unlock(&tq->rq_lock);
+		pthread_mutex_unlock(&kinet_sqp(tq)->rq_lock);
 		return KINET_RESP_RNR;
 	}
 	rv->syndrome = resolve(tq, seg, len, rv);
@@ -110,13 +111,13 @@ int kinet_resp_recv_peek(struct kinet_qp *tq, uint32_t len, struct kinet_resp_re
 
 void kinet_resp_recv_leave(struct kinet_qp *tq)
 {
-	pthread_mutex_unlock(&tq->rq_lock);
+	pthread_mutex_unlock(&kinet_sqp(tq)->rq_lock);
 }
 
 int kinet_resp_recv_take(struct kinet_qp *tq, const struct kinet_resp_recv *rv)
 {
 	kinet_qp_rq_consume(tq);
-	pthread_mutex_unlock(&tq->rq_lock);
+	pthread_mutex_unlock(&kinet_sqp(tq)->rq_lock);
 	if (!rv->syndrome)
 		return 0;
 	kinet_resp_recv_fail(tq, rv->index, rv->syndrome);

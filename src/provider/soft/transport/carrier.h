@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "internal.h"
+#include "soft.h"
 
 /* Largest message a carrier must carry (protocol header included); the
  * protocol splits larger transfers. */

@@ -284,21 +284,21 @@ static void exec_atomic(struct kinet_engine_thread *t, struct kinet_op *op, stru
 /* Ends a batch: drops the target looked up for it (see batch_target). */
 static void local_batch_end(struct kinet_qp *qp)
 {
-	struct kinet_qp *target = qp->transport_priv;
+	struct kinet_qp *target = kinet_sqp(qp)->transport_priv;
 
 	if (!target)
 		return;
 	if (target->ctx != qp->ctx)
 		kinet_mr_table_unlock(target->ctx);
 	target_put(target);
-	qp->transport_priv = NULL;
+	kinet_sqp(qp)->transport_priv = NULL;
 }
 
 /* The target for the current batch: looked up (and its registration table
  * read-locked) once per batch of WQEs, not per WQE. */
 static struct kinet_qp *batch_target(struct kinet_qp *qp)
 {
-	struct kinet_qp *target = qp->transport_priv;
+	struct kinet_qp *target = kinet_sqp(qp)->transport_priv;
 
 	if (!target) {
 		target = target_get(qp);
@@ -306,7 +306,7 @@ static struct kinet_qp *batch_target(struct kinet_qp *qp)
 			return NULL;
 		if (target->ctx != qp->ctx)
 			kinet_mr_table_rdlock(target->ctx);
-		qp->transport_priv = target;
+		kinet_sqp(qp)->transport_priv = target;
 	}
 	return target;
 }

@@ -17,6 +17,7 @@
 
 #include "carrier.h"
 #include "sgl.h"
+#include "transport.h"
 
 #define RP_MAGIC 0x50524e4bu /* "KNRP" read as little-endian */
 #define RP_VERSION 3
@@ -157,7 +158,7 @@ struct rp_slot {
 	struct kinet_sgl_entry sge[KINET_MAX_SGE];
 };
 
-/* Per connected QP (qp->transport_priv). */
+/* Per connected QP (kinet_sqp(qp)->transport_priv). */
 struct rp_qp {
 	struct kinet_qp *qp;
 	struct rp_carrier *car;

@@ -160,8 +160,8 @@ static bool needs_receive(uint8_t opcode)
 void rp_execute(struct kinet_engine_thread *t, struct kinet_qp *qp, struct kinet_op *op,
 		struct kinet_exec_result *res)
 {
-	struct rp_qp *p = qp->transport_priv;
-	struct rp_state *rs = qp->ctx->remote;
+	struct rp_qp *p = kinet_sqp(qp)->transport_priv;
+	struct rp_state *rs = kinet_sctx(qp->ctx)->remote;
 	struct rp_slot *s;
 	struct rp_ipc ipc;
 	uint64_t seq;
@@ -272,8 +272,8 @@ static void ping(struct kinet_qp *qp, struct rp_qp *p, uint64_t now)
 
 int rp_op_done(struct kinet_qp *qp, uint64_t token, uint8_t *syndrome)
 {
-	struct rp_qp *p = qp->transport_priv;
-	struct rp_state *rs = qp->ctx->remote;
+	struct rp_qp *p = kinet_sqp(qp)->transport_priv;
+	struct rp_state *rs = kinet_sctx(qp->ctx)->remote;
 	struct rp_slot *s;
 	int done = 0;
 
@@ -283,7 +283,7 @@ int rp_op_done(struct kinet_qp *qp, uint64_t token, uint8_t *syndrome)
 	if (pump)
 		kinet_mr_table_rdlock(qp->ctx);
 	pthread_mutex_lock(&rs->lock);
-	tx_pump(qp->owner, p);
+	tx_pump(kinet_sqp(qp)->owner, p);
 	if (pump)
 		kinet_mr_table_unlock(qp->ctx);
 	s = slot_of(p, token);
@@ -321,7 +321,7 @@ int rp_op_done(struct kinet_qp *qp, uint64_t token, uint8_t *syndrome)
  * looking each one up again (the MR table read lock is held). */
 static uint8_t scatter(struct rp_state *rs, struct rp_slot *s, uint32_t off, const uint8_t *data, uint32_t n)
 {
-	struct kinet_engine_thread *t = &rs->ctx->engine->threads[0];
+	struct kinet_engine_thread *t = &kinet_sctx(rs->ctx)->engine->threads[0];
 	const struct kinet_sgl_entry *g;
 	struct kinet_sgl_iter it;
 	uint32_t in, take;

@@ -30,7 +30,7 @@ enum { H_DONE, H_RNR, H_NOT_READY };
 
 static struct kinet_engine_thread *thread0(struct rp_state *rs)
 {
-	return &rs->ctx->engine->threads[0];
+	return &kinet_sctx(rs->ctx)->engine->threads[0];
 }
 
 static struct rp_held *hold(const struct rp_msg *m, const uint8_t *payload)
