@@ -15,6 +15,7 @@
 
 struct kinet_ctx;
 struct kinet_qp;
+struct kinet_cq;
 struct kinet_mr;
 
 /* How device code of a connected QP can reach its peer (peer path). */
@@ -31,6 +32,8 @@ struct kinet_provider_ops {
 	size_t ctx_size;
 	size_t qp_size;
 	size_t mr_size;
+	/* The doorbell mode KINET_DB_AUTO resolves to. */
+	enum kinet_db_mode db_auto;
 
 	/* ---- context ---- */
 	/* Starts the NIC for ctx (nthreads: engine threads asked for). */
@@ -42,10 +45,20 @@ struct kinet_provider_ops {
 	void (*ctx_close)(struct kinet_ctx *ctx);
 	void (*ctx_pause)(struct kinet_ctx *ctx, bool paused);
 
+	/* ---- completion queues ---- */
+	/* The ring of cq->depth CQEs (owned by software, invalid) and its
+	 * doorbell record; 0 or -ENOMEM.  cq_destroy frees them. */
+	int (*cq_create)(struct kinet_cq *cq);
+	void (*cq_destroy)(struct kinet_cq *cq);
+
 	/* ---- queue pairs ---- */
-	/* The provider's part of a QP just allocated (zeroed), and of one
-	 * being freed (after every reference is gone). */
-	void (*qp_init)(struct kinet_qp *qp);
+	/* The queues of a QP core just sized (qp->sq_bbs send BBs; when
+	 * qp->rq_depth, that many receive WQEs of qp->rq_stride bytes), its
+	 * doorbell record, CPU doorbell and UAR page, all where device code
+	 * reaches them, and the provider's part.  0 or -ENOMEM; qp_fini frees
+	 * whatever was made (also after a failed qp_create), once every
+	 * reference is gone. */
+	int (*qp_create)(struct kinet_qp *qp);
 	void (*qp_fini)(struct kinet_qp *qp);
 	/* Hands a new QP (rings allocated, RESET) to the NIC, which runs it
 	 * once it reaches RTS or ERR; qp_destroy takes it back (unless

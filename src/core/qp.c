@@ -96,11 +96,6 @@ static void qp_free(struct kinet_qp *qp)
 	if (qp->scratch_mr)
 		kinet_mr_dereg(qp->scratch_mr);
 	kinet_host_free(ctx, qp->scratch);
-	kinet_host_free(ctx, qp->sq);
-	kinet_host_free(ctx, qp->rq);
-	kinet_host_free(ctx, qp->dbrec);
-	kinet_host_free(ctx, (void *)qp->db_cpu);
-	kinet_host_free(ctx, qp->uar);
 	free(qp->sq_wrid);
 	free(qp->sq_nbb);
 	free(qp->rq_wrid);
@@ -130,36 +125,23 @@ int kinet_qp_create(struct kinet_ctx *ctx, const struct kinet_qp_attr *attr, str
 		return -ENOMEM;
 	qp->ctx = ctx;
 	qp->attr = *attr;
-	/* The software NIC gives every QP a UAR page, so the regular doorbell
-	 * always works. */
-	/* The software NIC is a CPU thread: a producer index in host memory is
-	 * the cheapest doorbell for it (one system fence and a posted atomic
-	 * on the GPU side; no doorbell record, no UAR write behind a fence). */
-	qp->db_mode = attr->db_mode == KINET_DB_AUTO ? KINET_DB_CPU : attr->db_mode;
+	qp->db_mode = attr->db_mode == KINET_DB_AUTO ? ctx->ops->db_auto : attr->db_mode;
 	pthread_mutex_init(&qp->post_lock, NULL);
-	ctx->ops->qp_init(qp);
 
 	qp->sq_bbs = pow2_ceil(attr->sq_depth < QP_MIN_SQ_BBS ? QP_MIN_SQ_BBS : attr->sq_depth);
 	qp->sq_log = log2_u32(qp->sq_bbs);
-	qp->sq = kinet_host_alloc(ctx, (size_t)qp->sq_bbs * KINET_WQE_BB_SIZE);
 	qp->sq_wrid = calloc(qp->sq_bbs, sizeof(*qp->sq_wrid));
 	qp->sq_nbb = calloc(qp->sq_bbs, sizeof(*qp->sq_nbb));
-	qp->dbrec = kinet_host_alloc(ctx, 64);
-	qp->db_cpu = kinet_host_alloc(ctx, 64);
-	qp->uar = kinet_host_alloc(ctx, 4096);
-	if (!qp->sq || !qp->sq_wrid || !qp->sq_nbb || !qp->dbrec || !qp->db_cpu || !qp->uar)
-		goto nomem;
 	if (attr->recv_cq) {
 		qp->rq_depth = pow2_ceil(attr->rq_depth);
 		qp->rq_stride = pow2_ceil(attr->max_recv_sge * (uint32_t)sizeof(struct kinet_wqe_data_seg));
-		qp->rq = kinet_host_alloc(ctx, (size_t)qp->rq_depth * qp->rq_stride);
 		qp->rq_wrid = calloc(qp->rq_depth, sizeof(*qp->rq_wrid));
-		if (!qp->rq || !qp->rq_wrid)
-			goto nomem;
 	} else {
 		qp->attr.rq_depth = 0;
 		qp->attr.max_recv_sge = 0;
 	}
+	if (ctx->ops->qp_create(qp) || !qp->sq_wrid || !qp->sq_nbb || (qp->rq_depth && !qp->rq_wrid))
+		goto nomem;
 	qp->qpn = kinet_ctx_alloc_qpn(ctx);
 	atomic_store(&qp->state, KINET_QPS_RESET);
 

@@ -58,14 +58,53 @@ static void soft_qp_add(struct kinet_qp *qp)
 	kinet_engine_add_qp(qp->ctx, qp);
 }
 
-static void soft_qp_init(struct kinet_qp *qp)
+/* Rings in host memory mapped for the GPU: the engine (a CPU thread) and
+ * device code both reach them.  Every QP gets a UAR page, so the regular
+ * doorbell always works. */
+static int soft_qp_create(struct kinet_qp *qp)
 {
+	struct kinet_ctx *ctx = qp->ctx;
+
 	pthread_mutex_init(&kinet_sqp(qp)->rq_lock, NULL);
+	qp->sq = kinet_host_alloc(ctx, (size_t)qp->sq_bbs * KINET_WQE_BB_SIZE);
+	qp->dbrec = kinet_host_alloc(ctx, 64);
+	qp->db_cpu = kinet_host_alloc(ctx, 64);
+	qp->uar = kinet_host_alloc(ctx, 4096);
+	if (qp->rq_depth)
+		qp->rq = kinet_host_alloc(ctx, (size_t)qp->rq_depth * qp->rq_stride);
+	return qp->sq && qp->dbrec && qp->db_cpu && qp->uar && (!qp->rq_depth || qp->rq) ? 0 : -ENOMEM;
 }
 
 static void soft_qp_fini(struct kinet_qp *qp)
 {
+	struct kinet_ctx *ctx = qp->ctx;
+
+	kinet_host_free(ctx, qp->sq);
+	kinet_host_free(ctx, qp->rq);
+	kinet_host_free(ctx, qp->dbrec);
+	kinet_host_free(ctx, (void *)qp->db_cpu);
+	kinet_host_free(ctx, qp->uar);
 	pthread_mutex_destroy(&kinet_sqp(qp)->rq_lock);
+}
+
+static int soft_cq_create(struct kinet_cq *cq)
+{
+	cq->ring = kinet_host_alloc(cq->ctx, (size_t)cq->depth * sizeof(*cq->ring));
+	cq->dbrec = kinet_host_alloc(cq->ctx, 64);
+	if (!cq->ring || !cq->dbrec) {
+		kinet_host_free(cq->ctx, cq->ring);
+		kinet_host_free(cq->ctx, cq->dbrec);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < cq->depth; i++)
+		cq->ring[i].op_own = KINET_CQE_OP_OWN_INIT;
+	return 0;
+}
+
+static void soft_cq_destroy(struct kinet_cq *cq)
+{
+	kinet_host_free(cq->ctx, cq->ring);
+	kinet_host_free(cq->ctx, cq->dbrec);
 }
 
 static void soft_qp_destroy(struct kinet_qp *qp)
@@ -86,11 +125,17 @@ static const struct kinet_provider_ops soft_ops = {
 	.ctx_size = sizeof(struct kinet_soft_ctx),
 	.qp_size = sizeof(struct kinet_soft_qp),
 	.mr_size = sizeof(struct kinet_soft_mr),
+	/* The software NIC is a CPU thread: a producer index in host memory is
+	 * the cheapest doorbell for it (one system fence and a posted atomic
+	 * on the GPU side; no doorbell record, no UAR write behind a fence). */
+	.db_auto = KINET_DB_CPU,
+	.cq_create = soft_cq_create,
+	.cq_destroy = soft_cq_destroy,
 	.ctx_open = kinet_engine_start,
 	.ctx_stop = kinet_engine_stop,
 	.ctx_close = kinet_remote_close,
 	.ctx_pause = kinet_engine_pause,
-	.qp_init = soft_qp_init,
+	.qp_create = soft_qp_create,
 	.qp_fini = soft_qp_fini,
 	.qp_add = soft_qp_add,
 	.qp_destroy = soft_qp_destroy,
