@@ -3,7 +3,7 @@
  * (KINET_HOST_EMU): the clock and the sleep (its headers compile as ISO C11
  * and as C++, where POSIX clocks are not declared), and the count of
  * emulated device threads (kinet_emu_launch), which the engine weighs
- * against the cores (engine/pollers.c).
+ * against the cores (pollers.c).
  */
 #include <time.h>
 

@@ -5,14 +5,14 @@
  */
 #include <errno.h>
 
-#include "engine/engine.h"
+#include "engine.h"
 #include "provider.h"
+#include "remote.h"
 #include "soft.h"
-#include "transport/remote.h"
 
 static int soft_qp_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote, const char **how)
 {
-	/* local, node or ofi, per $KINET_TRANSPORT (transport/remote.c). */
+	/* local, node or ofi, per $KINET_TRANSPORT (remote.c). */
 	const struct kinet_transport_ops *tr = kinet_remote_choose(qp->ctx, remote);
 	int ret;
 

@@ -13,7 +13,7 @@
 #ifndef KINET_SOFT_RESPONDER_H
 #define KINET_SOFT_RESPONDER_H
 
-#include "engine/engine.h"
+#include "engine.h"
 #include "sgl.h"
 
 #define KINET_RESP_RNR (-1)

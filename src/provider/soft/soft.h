@@ -35,7 +35,7 @@ struct kinet_soft_qp {
 	struct kinet_engine_thread *owner;
 	uint64_t sq_ci;	       /* next BB to execute */
 	uint64_t sq_seen_pi;   /* producer index seen from the doorbell */
-	uint64_t db_bad;       /* doorbells that could not be right (engine/doorbell.c) */
+	uint64_t db_bad;       /* doorbells that could not be right (doorbell.c) */
 	uint64_t db_bad_value; /* the last of them */
 	uint64_t rq_ci;	       /* receive WQEs consumed, under rq_lock */
 	pthread_mutex_t rq_lock;
@@ -49,7 +49,7 @@ struct kinet_soft_mr {
 	struct kinet_mr mr;
 	/* GPU regions: the CUDA IPC export of the allocation holding the
 	 * region, made on first use by the node transport
-	 * (transport/node_ipc.c) under the context's remote-protocol
+	 * (node_ipc.c) under the context's remote-protocol
 	 * lock. */
 	int8_t ipc_state;  /* 0: not tried, 1: exported, -1: cannot be */
 	uint64_t ipc_base; /* the allocation's base address and size */

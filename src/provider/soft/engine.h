@@ -5,7 +5,7 @@
 #ifndef KINET_ENGINE_H
 #define KINET_ENGINE_H
 
-#include "transport/transport.h"
+#include "transport.h"
 
 /* An operation issued on a copy stream and not yet complete. */
 struct kinet_pending {

@@ -31,7 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/engine.h"
+#include "engine.h"
 #include "remote.h"
 
 #define INFO_NODE_OFF 8

@@ -1,7 +1,7 @@
 /*
  * The remote protocol: RC operations between the engines of two processes,
  * carried as messages by a carrier (carrier.h).  Shared by the `node` and
- * `ofi` transports; private to src/transport (and qp.c/ctx.c hooks).
+ * `ofi` transports; private to src/provider/soft (core reaches it through provider.c).
  *
  * Requester (remote_req.c, on the QP's engine thread): one request message
  * per operation, or per fragment of RP_FRAG bytes of a larger write/send.

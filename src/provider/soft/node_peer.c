@@ -37,7 +37,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/engine.h"
+#include "engine.h"
 #include "remote.h"
 
 #define PEER_CHECK_NS (20ull * 1000000ull)

@@ -1,5 +1,5 @@
 /*
- * Carriers move the messages of the remote protocol (src/transport/remote.c)
+ * Carriers move the messages of the remote protocol (remote.c)
  * between the engines of two processes: `node` over shared memory on one
  * host, `ofi` over libfabric RDM endpoints between hosts.  A carrier is
  * reliable and keeps order per pair of endpoints; it knows nothing of QPs,

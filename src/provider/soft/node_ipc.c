@@ -43,7 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
+#include "engine.h"
 #include "remote.h"
 
 _Static_assert(sizeof(((struct kinet_soft_mr *)0)->ipc_handle) == RP_IPC_HANDLE_BYTES, "IPC handle size");
