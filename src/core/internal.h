@@ -53,7 +53,7 @@ void kinet_log_limited(struct kinet_log_limit *rl, enum kinet_log_level level, c
  * in case a peer needs it).  Returns the previous setting. */
 bool kinet_log_demote(bool on);
 
-/* ---- the job (boot/job.c) ---- */
+/* ---- the job (job.c; boot and launchers fill it in) ---- */
 /* Ranks of the job and of them on this host: 1 each when nothing (launcher
  * variables, a kinet_boot joined) says more. */
 void kinet_job_size(int *nranks, int *local);

@@ -7,7 +7,7 @@
  */
 #include <stdlib.h>
 
-#include "boot_internal.h"
+#include "internal.h"
 
 static atomic_int joined_nranks;
 
