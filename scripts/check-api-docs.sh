@@ -12,10 +12,10 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
 # Declarations and definitions that start a line: host functions (return
-# type, name), device and wire functions (KINET_DEV_FN, KINET_WIRE_FN,
+# type, name; KINET_API exports), device and wire functions (KINET_DEV_FN, KINET_WIRE_FN,
 # static inline).
 find include/kinet -type f \( -name '*.h' -o -name '*.cuh' \) -print | sort | xargs sed -n -E \
-	-e 's/^((KINET_DEV_FN|KINET_WIRE_FN|static inline|const|unsigned|struct|enum) )*[a-z_0-9]+ \**(kinet_[a-z0-9_]+)\(.*/\3/p' |
+	-e 's/^((KINET_API|KINET_DEV_FN|KINET_WIRE_FN|static inline|const|unsigned|struct|enum) )*[a-z_0-9]+ \**(kinet_[a-z0-9_]+)\(.*/\3/p' |
 	sort -u >"$TMP/functions"
 grep -v '^#' docs/api/internal.txt | grep -v '^$' >"$TMP/internal"
 cat docs/api/*.md docs/DEVICE_API.md | grep -o 'kinet_[a-z0-9_]*' | sort -u >"$TMP/documented"

@@ -28,6 +28,8 @@
 
 #include <stddef.h>
 
+#include "kinet/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -40,7 +42,7 @@ struct kinet_boot_attr {
 };
 
 /* Fills attr with the defaults (timeout_ms 0, root NULL). */
-void kinet_boot_attr_init(struct kinet_boot_attr *attr);
+KINET_API void kinet_boot_attr_init(struct kinet_boot_attr *attr);
 
 /*
  * kinet_boot_init - join the job described by the environment
@@ -72,7 +74,7 @@ void kinet_boot_attr_init(struct kinet_boot_attr *attr);
  *   -EPROTO      a peer speaks another protocol version;
  *   -ENOMEM      out of memory.
  */
-int kinet_boot_init(const struct kinet_boot_attr *attr, struct kinet_boot **boot);
+KINET_API int kinet_boot_init(const struct kinet_boot_attr *attr, struct kinet_boot **boot);
 
 /* An opaque job id, as ncclUniqueId: rank 0's address and port and a
  * random key.  Plain bytes, safe to copy between machines. */
@@ -96,7 +98,7 @@ struct kinet_boot_id {
  * Errors: -EINVAL (id NULL, bad $KINET_BOOT_ADDR), -ENOMEM, or the errno of
  * socket(), bind() or listen().
  */
-int kinet_boot_get_unique_id(struct kinet_boot_id *id);
+KINET_API int kinet_boot_get_unique_id(struct kinet_boot_id *id);
 
 /*
  * kinet_boot_init_with_id - join the job of a unique id
@@ -115,11 +117,12 @@ int kinet_boot_get_unique_id(struct kinet_boot_id *id);
  * Errors: as kinet_boot_init(), and -EINVAL when the id is not one, or rank
  * 0 calls from a process that did not make the id (or uses it twice).
  */
-int kinet_boot_init_with_id(const struct kinet_boot_id *id, int rank, int nranks, struct kinet_boot **boot);
+KINET_API int kinet_boot_init_with_id(const struct kinet_boot_id *id, int rank, int nranks,
+				      struct kinet_boot **boot);
 
 /* This process's rank, and the number of ranks (at least 1). */
-int kinet_boot_rank(const struct kinet_boot *boot);
-int kinet_boot_size(const struct kinet_boot *boot);
+KINET_API int kinet_boot_rank(const struct kinet_boot *boot);
+KINET_API int kinet_boot_size(const struct kinet_boot *boot);
 
 /*
  * kinet_boot_set_timeout - change the bound of the following collectives
@@ -127,7 +130,7 @@ int kinet_boot_size(const struct kinet_boot *boot);
  * timeout_ms > 0.  Ranks may reach a collective up to timeout_ms apart.
  * Errors: -EINVAL.
  */
-int kinet_boot_set_timeout(struct kinet_boot *boot, int timeout_ms);
+KINET_API int kinet_boot_set_timeout(struct kinet_boot *boot, int timeout_ms);
 
 /*
  * kinet_boot_allgather - gather one blob from every rank, on every rank
@@ -147,14 +150,14 @@ int kinet_boot_set_timeout(struct kinet_boot *boot, int timeout_ms);
  *   -ENOTCONN    an earlier collective failed.
  * Rank 0 tells the other ranks why it failed; they return the same errno.
  */
-int kinet_boot_allgather(struct kinet_boot *boot, const void *mine, void *all, size_t len);
+KINET_API int kinet_boot_allgather(struct kinet_boot *boot, const void *mine, void *all, size_t len);
 
 /*
  * kinet_boot_barrier - wait until every rank has called it
  *
  * Errors: as kinet_boot_allgather().
  */
-int kinet_boot_barrier(struct kinet_boot *boot);
+KINET_API int kinet_boot_barrier(struct kinet_boot *boot);
 
 /*
  * kinet_boot_bcast - copy len bytes from rank root to every rank
@@ -166,7 +169,7 @@ int kinet_boot_barrier(struct kinet_boot *boot);
  * The root returns once its data is sent; the others once they have it.
  * Errors: as kinet_boot_allgather().
  */
-int kinet_boot_bcast(struct kinet_boot *boot, void *buf, size_t len, int root);
+KINET_API int kinet_boot_bcast(struct kinet_boot *boot, void *buf, size_t len, int root);
 
 /*
  * kinet_boot_fini - leave the job and free the object
@@ -175,7 +178,7 @@ int kinet_boot_bcast(struct kinet_boot *boot, void *buf, size_t len, int root);
  * kinet_boot_barrier() first to leave together).  NULL is allowed.
  * Returns 0.
  */
-int kinet_boot_fini(struct kinet_boot *boot);
+KINET_API int kinet_boot_fini(struct kinet_boot *boot);
 
 #ifdef __cplusplus
 }

@@ -121,7 +121,7 @@ KINET_GPUNETIO_STATIC_ASSERT(offsetof(struct kinet_gpunetio_qp, nic_handler) == 
  * kinet_qp_export (one device API per QP).  Returns 0, -EINVAL (with the
  * reason logged), -EBUSY, -ENOMEM or -EIO.
  */
-int kinet_qp_export_gpunetio(struct kinet_qp *qp, struct kinet_gpunetio_qp **dev_qp);
+KINET_API int kinet_qp_export_gpunetio(struct kinet_qp *qp, struct kinet_gpunetio_qp **dev_qp);
 
 /*
  * kinet_cq_export_gpunetio - a GPUNetIO descriptor of cq alone, for
@@ -130,7 +130,7 @@ int kinet_qp_export_gpunetio(struct kinet_qp *qp, struct kinet_gpunetio_qp **dev
  * without KINET_CQ_IGNORE_OVERRUN needs its consumer index published
  * (doca_gpu_dev_verbs_cq_update_dbrec) or it overruns.
  */
-int kinet_cq_export_gpunetio(struct kinet_cq *cq, struct kinet_gpunetio_cq **dev_cq);
+KINET_API int kinet_cq_export_gpunetio(struct kinet_cq *cq, struct kinet_gpunetio_cq **dev_cq);
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kinet/api.h"
 #include "kinet/syndrome.h"
 
 #ifdef __cplusplus
@@ -40,19 +41,19 @@ struct kinet_ctx_attr {
 
 /* Fills attr with the defaults (provider NULL, 0 engine threads,
  * KINET_CUDA_DEVICE_AUTO). */
-void kinet_ctx_attr_init(struct kinet_ctx_attr *attr);
-int kinet_ctx_open(const struct kinet_ctx_attr *attr, struct kinet_ctx **ctx);
+KINET_API void kinet_ctx_attr_init(struct kinet_ctx_attr *attr);
+KINET_API int kinet_ctx_open(const struct kinet_ctx_attr *attr, struct kinet_ctx **ctx);
 /* Stops the engine (also with work in flight) and frees everything the
  * context still owns.  Handles of the context are invalid afterwards. */
-int kinet_ctx_close(struct kinet_ctx *ctx);
-const char *kinet_ctx_provider(const struct kinet_ctx *ctx);
+KINET_API int kinet_ctx_close(struct kinet_ctx *ctx);
+KINET_API const char *kinet_ctx_provider(const struct kinet_ctx *ctx);
 /* Whether kinet_ctx_open() could open provider name ("soft", "mlx5") here:
  * 0, or -ENODEV (not usable) or -EINVAL (no such provider) with *why (if
  * not NULL) a static sentence saying why.  Logs nothing: for tools that
  * list what a machine offers. */
-int kinet_provider_probe(const char *name, const char **why);
+KINET_API int kinet_provider_probe(const char *name, const char **why);
 /* 1 when the build has CUDA and a device is usable, else 0. */
-int kinet_cuda_available(void);
+KINET_API int kinet_cuda_available(void);
 
 /* The first error a context saw, from the engine or from device code. */
 struct kinet_error {
@@ -66,17 +67,17 @@ struct kinet_error {
 #define KINET_ERROR_SOURCE_ENGINE 1u
 #define KINET_ERROR_SOURCE_DEVICE 2u
 #define KINET_ERROR_SOURCE_HOST 3u
-int kinet_ctx_last_error(struct kinet_ctx *ctx, struct kinet_error *err);
-void kinet_ctx_clear_error(struct kinet_ctx *ctx);
+KINET_API int kinet_ctx_last_error(struct kinet_ctx *ctx, struct kinet_error *err);
+KINET_API void kinet_ctx_clear_error(struct kinet_ctx *ctx);
 
 /* Engine control, for tests and for measuring: a paused engine executes
  * nothing until resumed (doorbells are remembered). */
-int kinet_ctx_pause(struct kinet_ctx *ctx);
-int kinet_ctx_resume(struct kinet_ctx *ctx);
+KINET_API int kinet_ctx_pause(struct kinet_ctx *ctx);
+KINET_API int kinet_ctx_resume(struct kinet_ctx *ctx);
 
 /* A negative (or positive) errno as text.  Completion statuses are not
  * errnos: kinet_wc_status_str() names those. */
-const char *kinet_strerror(int err);
+KINET_API const char *kinet_strerror(int err);
 
 /* Log levels, from $KINET_LOG (error, warn, info, debug, or 0..3). */
 enum kinet_log_level {
@@ -85,7 +86,7 @@ enum kinet_log_level {
 	KINET_LOG_INFO = 2,
 	KINET_LOG_DEBUG = 3,
 };
-void kinet_log_set_level(enum kinet_log_level level);
+KINET_API void kinet_log_set_level(enum kinet_log_level level);
 
 /* ---- memory ---------------------------------------------------------- */
 
@@ -108,11 +109,12 @@ enum kinet_mem_type {
 
 /* Registers [addr, addr+length).  Host or CUDA device memory; the type is
  * found out with the CUDA runtime when the build has it. */
-int kinet_mr_reg(struct kinet_ctx *ctx, void *addr, size_t length, unsigned access, struct kinet_mr **mr);
-int kinet_mr_dereg(struct kinet_mr *mr);
-uint32_t kinet_mr_lkey(const struct kinet_mr *mr);
-uint32_t kinet_mr_rkey(const struct kinet_mr *mr);
-enum kinet_mem_type kinet_mr_mem_type(const struct kinet_mr *mr);
+KINET_API int kinet_mr_reg(struct kinet_ctx *ctx, void *addr, size_t length, unsigned access,
+			   struct kinet_mr **mr);
+KINET_API int kinet_mr_dereg(struct kinet_mr *mr);
+KINET_API uint32_t kinet_mr_lkey(const struct kinet_mr *mr);
+KINET_API uint32_t kinet_mr_rkey(const struct kinet_mr *mr);
+KINET_API enum kinet_mem_type kinet_mr_mem_type(const struct kinet_mr *mr);
 
 /* What a peer needs to target a region: packed by the owner, sent out of
  * band, used as is by the peer (addresses are the owner's; 0 for a
@@ -125,7 +127,7 @@ struct kinet_mr_info {
 	uint32_t access;
 	uint8_t transport[KINET_MR_INFO_TRANSPORT_BYTES];
 };
-int kinet_mr_pack(const struct kinet_mr *mr, struct kinet_mr_info *info);
+KINET_API int kinet_mr_pack(const struct kinet_mr *mr, struct kinet_mr_info *info);
 
 /* ---- completion queues ----------------------------------------------- */
 
@@ -143,12 +145,12 @@ struct kinet_cq_attr {
 	uint32_t depth; /* CQEs, rounded up to a power of two */
 	uint32_t flags; /* enum kinet_cq_flags */
 };
-int kinet_cq_create(struct kinet_ctx *ctx, const struct kinet_cq_attr *attr, struct kinet_cq **cq);
-int kinet_cq_destroy(struct kinet_cq *cq);
-uint32_t kinet_cq_depth(const struct kinet_cq *cq);
+KINET_API int kinet_cq_create(struct kinet_ctx *ctx, const struct kinet_cq_attr *attr, struct kinet_cq **cq);
+KINET_API int kinet_cq_destroy(struct kinet_cq *cq);
+KINET_API uint32_t kinet_cq_depth(const struct kinet_cq *cq);
 /* The CQ's number (24 bits, unique among the context's CQs), which WAIT
  * WQEs name (KINET_WQE_OP_WAIT in wire.h). */
-uint32_t kinet_cq_num(const struct kinet_cq *cq);
+KINET_API uint32_t kinet_cq_num(const struct kinet_cq *cq);
 
 enum kinet_wc_opcode {
 	KINET_WC_SEND,
@@ -181,10 +183,10 @@ struct kinet_wc {
 /* Polls up to max completions.  Returns the count (0 when none), or
  * -EOVERFLOW once the CQ overran (completions were lost; the CQ and the QPs
  * feeding it are in error), or another negative errno. */
-int kinet_cq_poll(struct kinet_cq *cq, int max, struct kinet_wc *wc);
+KINET_API int kinet_cq_poll(struct kinet_cq *cq, int max, struct kinet_wc *wc);
 /* A completion status (0 or a KINET_SYND_* syndrome) as text, as
  * ibv_wc_status_str(); also names kinet_error.syndrome.  Static strings. */
-const char *kinet_wc_status_str(int status);
+KINET_API const char *kinet_wc_status_str(int status);
 
 /* ---- queue pairs ------------------------------------------------------ */
 
@@ -221,7 +223,7 @@ struct kinet_qp_attr {
 	uint32_t timeout_ms;	 /* bound on retries and on blocking device waits */
 	uint32_t rnr_timeout_ms; /* how long a send waits for a receive WQE */
 };
-void kinet_qp_attr_init(struct kinet_qp_attr *attr);
+KINET_API void kinet_qp_attr_init(struct kinet_qp_attr *attr);
 
 /* What a peer needs to connect to a QP (as exchanged out of band). */
 #define KINET_QP_INFO_TRANSPORT_BYTES 96
@@ -232,14 +234,14 @@ struct kinet_qp_info {
 	uint8_t transport[KINET_QP_INFO_TRANSPORT_BYTES];
 };
 
-int kinet_qp_create(struct kinet_ctx *ctx, const struct kinet_qp_attr *attr, struct kinet_qp **qp);
-int kinet_qp_destroy(struct kinet_qp *qp);
-int kinet_qp_info(const struct kinet_qp *qp, struct kinet_qp_info *info);
+KINET_API int kinet_qp_create(struct kinet_ctx *ctx, const struct kinet_qp_attr *attr, struct kinet_qp **qp);
+KINET_API int kinet_qp_destroy(struct kinet_qp *qp);
+KINET_API int kinet_qp_info(const struct kinet_qp *qp, struct kinet_qp_info *info);
 /* RESET -> INIT -> RTR -> RTS against the remote QP. */
-int kinet_qp_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote);
+KINET_API int kinet_qp_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote);
 /* Moves the QP to the error state: outstanding work is flushed. */
-int kinet_qp_set_error(struct kinet_qp *qp);
-uint32_t kinet_qp_num(const struct kinet_qp *qp);
+KINET_API int kinet_qp_set_error(struct kinet_qp *qp);
+KINET_API uint32_t kinet_qp_num(const struct kinet_qp *qp);
 /* How device code's high-level verbs reach the peer (docs/PEER_PATH.md):
  * through WQEs the provider executes (engine), or with the GPU's own loads,
  * stores and atomics on the peer's mapped memory (peer).  Decided when a QP
@@ -249,10 +251,10 @@ enum kinet_qp_path {
 	KINET_QP_PATH_ENGINE = 0,
 	KINET_QP_PATH_PEER = 1,
 };
-enum kinet_qp_path kinet_qp_path(const struct kinet_qp *qp);
-const char *kinet_qp_path_name(enum kinet_qp_path path);
-enum kinet_qp_state kinet_qp_state(const struct kinet_qp *qp);
-enum kinet_db_mode kinet_qp_db_mode(const struct kinet_qp *qp);
+KINET_API enum kinet_qp_path kinet_qp_path(const struct kinet_qp *qp);
+KINET_API const char *kinet_qp_path_name(enum kinet_qp_path path);
+KINET_API enum kinet_qp_state kinet_qp_state(const struct kinet_qp *qp);
+KINET_API enum kinet_db_mode kinet_qp_db_mode(const struct kinet_qp *qp);
 
 /* ---- CPU-side posting (the same WQEs the GPU writes) ------------------ */
 
@@ -302,19 +304,19 @@ struct kinet_recv_wr {
 /* Writes count WQEs and rings the doorbell once, per the QP's mode.
  * On failure nothing of the failing request is posted and *bad (if not NULL)
  * is its index; the requests before it are posted and rung. */
-int kinet_post_send(struct kinet_qp *qp, const struct kinet_send_wr *wr, int count, int *bad);
-int kinet_post_recv(struct kinet_qp *qp, const struct kinet_recv_wr *wr, int count, int *bad);
+KINET_API int kinet_post_send(struct kinet_qp *qp, const struct kinet_send_wr *wr, int count, int *bad);
+KINET_API int kinet_post_recv(struct kinet_qp *qp, const struct kinet_recv_wr *wr, int count, int *bad);
 /* Posts a WQE built by the caller (nbb basic blocks, its index field is
  * overwritten with the slot's) and rings the doorbell.  For custom WQEs and
  * for testing the engine's checks on malformed ones. */
-int kinet_post_wqe(struct kinet_qp *qp, const void *wqe, uint32_t nbb, uint64_t wr_id);
+KINET_API int kinet_post_wqe(struct kinet_qp *qp, const void *wqe, uint32_t nbb, uint64_t wr_id);
 
 /* ---- export to the device API ---------------------------------------- */
 
 /* Descriptors in GPU memory (host memory on a build or context without a
  * GPU, for host emulation).  Freed with the QP/CQ. */
-int kinet_qp_export(struct kinet_qp *qp, struct kinet_dev_qp **dev_qp);
-int kinet_cq_export(struct kinet_cq *cq, struct kinet_dev_cq **dev_cq);
+KINET_API int kinet_qp_export(struct kinet_qp *qp, struct kinet_dev_qp **dev_qp);
+KINET_API int kinet_cq_export(struct kinet_cq *cq, struct kinet_dev_cq **dev_cq);
 
 #ifdef __cplusplus
 }

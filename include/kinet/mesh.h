@@ -27,7 +27,7 @@ struct kinet_mesh_attr {
 
 /* Fills attr with the defaults: one QP per peer, kinet_qp_attr_init(),
  * CQ depth from the queue depths, receive queues on. */
-void kinet_mesh_attr_init(struct kinet_mesh_attr *attr);
+KINET_API void kinet_mesh_attr_init(struct kinet_mesh_attr *attr);
 
 /*
  * kinet_mesh_create - connect this rank to every rank of the job
@@ -52,21 +52,21 @@ void kinet_mesh_attr_init(struct kinet_mesh_attr *attr);
  * kinet_boot_allgather (-ETIMEDOUT, -ECONNRESET, ...).  On failure nothing
  * is left behind on this rank; the other ranks fail in their collective.
  */
-int kinet_mesh_create(struct kinet_ctx *ctx, struct kinet_boot *boot, const struct kinet_mesh_attr *attr,
-		      struct kinet_mesh **mesh);
+KINET_API int kinet_mesh_create(struct kinet_ctx *ctx, struct kinet_boot *boot,
+				const struct kinet_mesh_attr *attr, struct kinet_mesh **mesh);
 
 /* Destroys the QPs and CQs and frees the mesh (not a collective; call
  * kinet_boot_barrier first so that no peer still targets them).  NULL ok. */
-int kinet_mesh_destroy(struct kinet_mesh *mesh);
+KINET_API int kinet_mesh_destroy(struct kinet_mesh *mesh);
 
-int kinet_mesh_rank(const struct kinet_mesh *mesh);
-int kinet_mesh_size(const struct kinet_mesh *mesh);
+KINET_API int kinet_mesh_rank(const struct kinet_mesh *mesh);
+KINET_API int kinet_mesh_size(const struct kinet_mesh *mesh);
 
 /* QP number index (0 <= index < qps_per_peer) to rank peer, and its CQs
  * (recv NULL without receive queues).  NULL for bad arguments. */
-struct kinet_qp *kinet_mesh_qp(const struct kinet_mesh *mesh, int peer, int index);
-struct kinet_cq *kinet_mesh_send_cq(const struct kinet_mesh *mesh, int peer, int index);
-struct kinet_cq *kinet_mesh_recv_cq(const struct kinet_mesh *mesh, int peer, int index);
+KINET_API struct kinet_qp *kinet_mesh_qp(const struct kinet_mesh *mesh, int peer, int index);
+KINET_API struct kinet_cq *kinet_mesh_send_cq(const struct kinet_mesh *mesh, int peer, int index);
+KINET_API struct kinet_cq *kinet_mesh_recv_cq(const struct kinet_mesh *mesh, int peer, int index);
 
 /*
  * kinet_mesh_export - device descriptors of QP index to every rank
@@ -80,7 +80,7 @@ struct kinet_cq *kinet_mesh_recv_cq(const struct kinet_mesh *mesh, int peer, int
  * Exports each QP (kinet_qp_export).  Errors: -EINVAL, -ENOMEM, and those
  * of kinet_qp_export.
  */
-int kinet_mesh_export(struct kinet_mesh *mesh, int index, struct kinet_dev_qp ***dev_qps);
+KINET_API int kinet_mesh_export(struct kinet_mesh *mesh, int index, struct kinet_dev_qp ***dev_qps);
 
 /*
  * kinet_mesh_exchange_mr - everyone's packed descriptor of a region
@@ -92,7 +92,8 @@ int kinet_mesh_export(struct kinet_mesh *mesh, int index, struct kinet_dev_qp **
  * A collective.  Errors: -EINVAL, and those of kinet_mr_pack and
  * kinet_boot_allgather.
  */
-int kinet_mesh_exchange_mr(struct kinet_boot *boot, const struct kinet_mr *mr, struct kinet_mr_info *all);
+KINET_API int kinet_mesh_exchange_mr(struct kinet_boot *boot, const struct kinet_mr *mr,
+				     struct kinet_mr_info *all);
 
 #ifdef __cplusplus
 }

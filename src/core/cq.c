@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "provider.h"
 
 #define CQ_MIN_DEPTH 2 /* one slot stays reserved for the overrun report */
 #define CQ_MAX_DEPTH 65536
@@ -23,7 +24,6 @@ static uint32_t log2_ceil(uint32_t v)
 int kinet_cq_create(struct kinet_ctx *ctx, const struct kinet_cq_attr *attr, struct kinet_cq **out)
 {
 	struct kinet_cq *cq;
-	uint32_t i;
 
 	if (!out)
 		return KINET_EINVAL("cq", "NULL");
@@ -44,16 +44,10 @@ int kinet_cq_create(struct kinet_ctx *ctx, const struct kinet_cq_attr *attr, str
 	cq->flags = attr->flags;
 	cq->log_depth = log2_ceil(attr->depth < CQ_MIN_DEPTH ? CQ_MIN_DEPTH : attr->depth);
 	cq->depth = 1u << cq->log_depth;
-	cq->ring = kinet_host_alloc(ctx, (size_t)cq->depth * sizeof(*cq->ring));
-	cq->dbrec = kinet_host_alloc(ctx, 64);
-	if (!cq->ring || !cq->dbrec) {
-		kinet_host_free(ctx, cq->ring);
-		kinet_host_free(ctx, cq->dbrec);
+	if (ctx->ops->cq_create(cq)) {
 		free(cq);
 		return -ENOMEM;
 	}
-	for (i = 0; i < cq->depth; i++)
-		cq->ring[i].op_own = KINET_CQE_OP_OWN_INIT;
 	pthread_mutex_init(&cq->lock, NULL);
 	pthread_mutex_init(&cq->poll_lock, NULL);
 
@@ -91,8 +85,7 @@ int kinet_cq_destroy(struct kinet_cq *cq)
 
 	kinet_dev_free(ctx, cq->dev);
 	kinet_dev_free(ctx, cq->gpunetio);
-	kinet_host_free(ctx, cq->ring);
-	kinet_host_free(ctx, cq->dbrec);
+	ctx->ops->cq_destroy(cq);
 	pthread_mutex_destroy(&cq->lock);
 	pthread_mutex_destroy(&cq->poll_lock);
 	free(cq);

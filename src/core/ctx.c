@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "transport/remote.h"
+#include "provider.h"
 
 #define KINET_MAX_ENGINE_THREADS 64
 
@@ -72,15 +72,22 @@ int kinet_provider_probe(const char *name, const char **why)
 	return ret;
 }
 
-static int choose_provider(const char *name, const char **chosen)
+static int choose_provider(const char *name, const char **chosen, const struct kinet_provider_ops **ops)
 {
+	const struct kinet_provider *soft = kinet_provider_find("soft");
+
+	if (!soft) { /* registered at load time; only a broken link lacks it */
+		KINET_ERR("the software NIC provider is not registered");
+		return -ENODEV;
+	}
 	const char *why;
 	int ret;
 
 	if (!strcmp(name, "auto")) {
 		KINET_INFO("provider auto: the ConnectX (mlx5) provider is not available in this build, "
 			   "using the software NIC");
-		*chosen = "soft";
+		*chosen = soft->name;
+		*ops = soft->ops;
 		return 0;
 	}
 	ret = kinet_provider_probe(name, &why);
@@ -88,8 +95,10 @@ static int choose_provider(const char *name, const char **chosen)
 		KINET_ERR("provider %s: %s; use KINET_PROVIDER=soft", name, why);
 	else if (ret)
 		KINET_ERR("unknown provider '%s' (auto, soft or mlx5)", name);
-	else
-		*chosen = "soft";
+	else {
+		*chosen = soft->name;
+		*ops = soft->ops;
+	}
 	return ret;
 }
 
@@ -126,8 +135,9 @@ static void ctx_free(struct kinet_ctx *ctx)
 int kinet_ctx_open(const struct kinet_ctx_attr *attr, struct kinet_ctx **out)
 {
 	struct kinet_ctx_attr dflt;
+	const struct kinet_provider_ops *ops;
 	struct kinet_ctx *ctx;
-	const char *provider;
+	const char *provider, *provider_name;
 	long nthreads;
 	int ret;
 
@@ -143,9 +153,17 @@ int kinet_ctx_open(const struct kinet_ctx_attr *attr, struct kinet_ctx **out)
 	if (attr->cuda_device < -2)
 		return KINET_EINVAL("attr->cuda_device", "must be >= 0, -1 (default) or -2 (host only)");
 
-	ctx = calloc(1, sizeof(*ctx));
+	/* The provider first: it says how large its context is. */
+	provider = attr->provider ? attr->provider : kinet_env_str("KINET_PROVIDER", "auto");
+	ret = choose_provider(provider, &provider_name, &ops);
+	if (ret)
+		return ret;
+
+	ctx = calloc(1, ops->ctx_size);
 	if (!ctx)
 		return -ENOMEM;
+	ctx->provider_name = provider_name;
+	ctx->ops = ops;
 	ctx->attr = *attr;
 	ctx->cuda_device = -1;
 	pthread_rwlock_init(&ctx->mr_lock, NULL);
@@ -153,10 +171,6 @@ int kinet_ctx_open(const struct kinet_ctx_attr *attr, struct kinet_ctx **out)
 	pthread_mutex_init(&ctx->atomic_lock, NULL);
 	pthread_mutex_init(&ctx->err_lock, NULL);
 
-	provider = attr->provider ? attr->provider : kinet_env_str("KINET_PROVIDER", "auto");
-	ret = choose_provider(provider, &ctx->provider_name);
-	if (ret)
-		goto err;
 	ret = choose_cuda_device(attr->cuda_device, &ctx->cuda_device);
 	if (ret)
 		goto err;
@@ -179,12 +193,12 @@ int kinet_ctx_open(const struct kinet_ctx_attr *attr, struct kinet_ctx **out)
 		nthreads = 1;
 	if (nthreads > KINET_MAX_ENGINE_THREADS)
 		nthreads = KINET_MAX_ENGINE_THREADS;
-	ret = kinet_engine_start(ctx, (int)nthreads);
+	ret = ctx->ops->ctx_open(ctx, (int)nthreads);
 	if (ret)
 		goto err;
 	ret = kinet_peer_ctx_add(ctx);
 	if (ret) {
-		kinet_engine_stop(ctx);
+		ctx->ops->ctx_stop(ctx);
 		goto err;
 	}
 
@@ -206,7 +220,7 @@ int kinet_ctx_close(struct kinet_ctx *ctx)
 	kinet_peer_ctx_remove(ctx);
 	/* Engine first: after this nothing executes, so QPs can be torn down
 	 * without handing them back to an engine thread. */
-	kinet_engine_stop(ctx);
+	ctx->ops->ctx_stop(ctx);
 	atomic_store(&ctx->engine_stopped, true);
 
 	while (ctx->qps)
@@ -214,7 +228,7 @@ int kinet_ctx_close(struct kinet_ctx *ctx)
 	while (ctx->cqs)
 		kinet_cq_destroy(ctx->cqs);
 	/* Carriers last: engine thread 0 drove them and QPs used them. */
-	kinet_remote_close(ctx);
+	ctx->ops->ctx_close(ctx);
 	kinet_mr_table_free(ctx);
 	ctx_free(ctx);
 	return 0;
@@ -333,7 +347,7 @@ int kinet_ctx_pause(struct kinet_ctx *ctx)
 {
 	if (!ctx)
 		return KINET_EINVAL("ctx", "NULL");
-	kinet_engine_pause(ctx, true);
+	ctx->ops->ctx_pause(ctx, true);
 	return 0;
 }
 
@@ -341,6 +355,6 @@ int kinet_ctx_resume(struct kinet_ctx *ctx)
 {
 	if (!ctx)
 		return KINET_EINVAL("ctx", "NULL");
-	kinet_engine_pause(ctx, false);
+	ctx->ops->ctx_pause(ctx, false);
 	return 0;
 }

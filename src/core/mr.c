@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "provider.h"
 
 #define MR_ACCESS_ALL                                                                                        \
 	(KINET_ACCESS_LOCAL_WRITE | KINET_ACCESS_REMOTE_WRITE | KINET_ACCESS_REMOTE_READ |                   \
@@ -81,7 +82,7 @@ int kinet_mr_reg(struct kinet_ctx *ctx, void *addr, size_t length, unsigned acce
 		return KINET_EINVAL("addr", "CUDA device memory in a host-only context (open it with a "
 					    "CUDA device)");
 
-	mr = calloc(1, sizeof(*mr));
+	mr = calloc(1, ctx->ops->mr_size);
 	if (!mr)
 		return -ENOMEM;
 	mr->ctx = ctx;

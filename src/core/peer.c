@@ -27,7 +27,7 @@
  *    engine keeps being what host-only programs and their tests exercise;
  *  - a QP over the node transport (a context of another process of this
  *    host, or a forced node transport within this one): the target sends
- *    its windows in messages (src/transport/node_peer.c), GPU memory of
+ *    its windows in messages (the soft provider's node transport), GPU memory of
  *    another process mapped through CUDA IPC; attach waits up to the QP's
  *    timeout for the first table;
  *  - anything else (ofi, a host-only context beside a CUDA one, host
@@ -39,7 +39,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "transport/remote.h"
+#include "provider.h"
 
 enum p2p_mode { P2P_OFF, P2P_AUTO, P2P_FORCE };
 
@@ -251,12 +251,14 @@ static const char *unreachable(const struct kinet_qp *qp, const struct kinet_ctx
 static const char *reach(const struct kinet_qp *qp, enum p2p_mode mode, struct kinet_ctx **target)
 {
 	*target = NULL;
-	if (qp->transport == &kinet_transport_local) {
+	enum kinet_peer_reach how = qp->ctx->ops->peer_reach(qp);
+
+	if (how == KINET_PEER_REACH_PROCESS) {
 		*target = target_of(qp);
 		return *target ? unreachable(qp, *target, mode)
 			       : "the peer QP is not in an open context of this process";
 	}
-	if (!qp->transport || !qp->transport->peer_hello)
+	if (how != KINET_PEER_REACH_HELLO)
 		return "the peer is reached over the network";
 	if (qp->ctx->cuda_device >= 0)
 		return NULL;
@@ -282,7 +284,7 @@ static int refuse(const struct kinet_qp *qp, enum p2p_mode mode, const char *why
 static int attach_by_transport(struct kinet_qp *qp, struct kinet_peer_link *l, enum p2p_mode mode)
 {
 	uint64_t deadline = kinet_now_ns() + (uint64_t)qp->attr.timeout_ms * 1000000ull;
-	int rc = qp->transport->peer_hello(qp);
+	int rc = qp->ctx->ops->peer_hello(qp);
 	int st = REMOTE_PENDING;
 
 	while (!rc && (st = atomic_load(&l->remote_state)) == REMOTE_PENDING && kinet_now_ns() < deadline) {
@@ -311,7 +313,7 @@ static void copy_engine_access(const struct kinet_qp *qp)
 	struct kinet_ctx *target;
 	int a = qp->ctx->cuda_device, b;
 
-	if (a < 0 || qp->transport != &kinet_transport_local)
+	if (a < 0 || qp->ctx->ops->peer_reach(qp) != KINET_PEER_REACH_PROCESS)
 		return;
 	pthread_mutex_lock(&peer_lock);
 	target = target_of(qp);
@@ -402,7 +404,7 @@ void kinet_peer_qp_detach(struct kinet_qp *qp)
 	}
 	qp->peer_link = NULL;
 	pthread_mutex_unlock(&peer_lock);
-	kinet_remote_peer_withdraw(qp->ctx, qp);
+	qp->ctx->ops->peer_withdraw(qp->ctx, qp);
 }
 
 enum kinet_qp_path kinet_qp_path(const struct kinet_qp *qp)
@@ -461,7 +463,7 @@ void kinet_peer_mr_added(struct kinet_mr *mr)
 			window_add(l, SIDE_REMOTE, mr);
 	}
 	pthread_mutex_unlock(&peer_lock);
-	kinet_remote_peer_publish(mr, true);
+	mr->ctx->ops->peer_publish(mr, true);
 }
 
 void kinet_peer_mr_revoke(struct kinet_mr *mr)
@@ -475,12 +477,12 @@ void kinet_peer_mr_revoke(struct kinet_mr *mr)
 			windows_revoke(l, SIDE_REMOTE, mr->key);
 	}
 	pthread_mutex_unlock(&peer_lock);
-	kinet_remote_peer_publish(mr, false);
+	mr->ctx->ops->peer_publish(mr, false);
 }
 
 void kinet_peer_ctx_remove(struct kinet_ctx *ctx)
 {
-	kinet_remote_peer_withdraw(ctx, NULL);
+	ctx->ops->peer_withdraw(ctx, NULL);
 	pthread_mutex_lock(&peer_lock);
 	for (struct kinet_peer_link *l = links; l; l = l->next)
 		if (l->target == ctx)

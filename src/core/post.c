@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "provider.h"
 
 #define WQE_MAX_BBS 16 /* 63 ds of 16 bytes */
 
@@ -280,7 +281,7 @@ int kinet_post_send(struct kinet_qp *qp, const struct kinet_send_wr *wr, int cou
 out:
 	pthread_mutex_unlock(&qp->post_lock);
 	if (last)
-		kinet_engine_kick(qp);
+		qp->ctx->ops->doorbell(qp);
 	return ret;
 }
 
@@ -319,7 +320,7 @@ int kinet_post_wqe(struct kinet_qp *qp, const void *wqe, uint32_t nbb, uint64_t 
 out:
 	pthread_mutex_unlock(&qp->post_lock);
 	if (!ret)
-		kinet_engine_kick(qp);
+		qp->ctx->ops->doorbell(qp);
 	return ret;
 }
 
@@ -381,6 +382,6 @@ int kinet_post_recv(struct kinet_qp *qp, const struct kinet_recv_wr *wr, int cou
 out:
 	pthread_mutex_unlock(&qp->post_lock);
 	if (posted && !atomic_load(&qp->ctx->engine_stopped))
-		kinet_engine_kick(qp);
+		qp->ctx->ops->doorbell(qp);
 	return ret;
 }

@@ -1,6 +1,6 @@
 /*
  * Queue pairs: queues and doorbells in host memory mapped for the GPU, the
- * RESET -> INIT -> RTR -> RTS walk, and the receive side used by transports.
+ * RESET -> INIT -> RTR -> RTS walk.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "internal.h"
-#include "transport/remote.h"
+#include "provider.h"
 
 #define QP_MAX_DEPTH 32768
 #define QP_MIN_SQ_BBS 8
@@ -96,16 +96,11 @@ static void qp_free(struct kinet_qp *qp)
 	if (qp->scratch_mr)
 		kinet_mr_dereg(qp->scratch_mr);
 	kinet_host_free(ctx, qp->scratch);
-	kinet_host_free(ctx, qp->sq);
-	kinet_host_free(ctx, qp->rq);
-	kinet_host_free(ctx, qp->dbrec);
-	kinet_host_free(ctx, (void *)qp->db_cpu);
-	kinet_host_free(ctx, qp->uar);
 	free(qp->sq_wrid);
 	free(qp->sq_nbb);
 	free(qp->rq_wrid);
 	pthread_mutex_destroy(&qp->post_lock);
-	pthread_mutex_destroy(&qp->rq_lock);
+	ctx->ops->qp_fini(qp);
 	free(qp);
 }
 
@@ -125,41 +120,28 @@ int kinet_qp_create(struct kinet_ctx *ctx, const struct kinet_qp_attr *attr, str
 	if (ret)
 		return ret;
 
-	qp = calloc(1, sizeof(*qp));
+	qp = calloc(1, ctx->ops->qp_size);
 	if (!qp)
 		return -ENOMEM;
 	qp->ctx = ctx;
 	qp->attr = *attr;
-	/* The software NIC gives every QP a UAR page, so the regular doorbell
-	 * always works. */
-	/* The software NIC is a CPU thread: a producer index in host memory is
-	 * the cheapest doorbell for it (one system fence and a posted atomic
-	 * on the GPU side; no doorbell record, no UAR write behind a fence). */
-	qp->db_mode = attr->db_mode == KINET_DB_AUTO ? KINET_DB_CPU : attr->db_mode;
+	qp->db_mode = attr->db_mode == KINET_DB_AUTO ? ctx->ops->db_auto : attr->db_mode;
 	pthread_mutex_init(&qp->post_lock, NULL);
-	pthread_mutex_init(&qp->rq_lock, NULL);
 
 	qp->sq_bbs = pow2_ceil(attr->sq_depth < QP_MIN_SQ_BBS ? QP_MIN_SQ_BBS : attr->sq_depth);
 	qp->sq_log = log2_u32(qp->sq_bbs);
-	qp->sq = kinet_host_alloc(ctx, (size_t)qp->sq_bbs * KINET_WQE_BB_SIZE);
 	qp->sq_wrid = calloc(qp->sq_bbs, sizeof(*qp->sq_wrid));
 	qp->sq_nbb = calloc(qp->sq_bbs, sizeof(*qp->sq_nbb));
-	qp->dbrec = kinet_host_alloc(ctx, 64);
-	qp->db_cpu = kinet_host_alloc(ctx, 64);
-	qp->uar = kinet_host_alloc(ctx, 4096);
-	if (!qp->sq || !qp->sq_wrid || !qp->sq_nbb || !qp->dbrec || !qp->db_cpu || !qp->uar)
-		goto nomem;
 	if (attr->recv_cq) {
 		qp->rq_depth = pow2_ceil(attr->rq_depth);
 		qp->rq_stride = pow2_ceil(attr->max_recv_sge * (uint32_t)sizeof(struct kinet_wqe_data_seg));
-		qp->rq = kinet_host_alloc(ctx, (size_t)qp->rq_depth * qp->rq_stride);
 		qp->rq_wrid = calloc(qp->rq_depth, sizeof(*qp->rq_wrid));
-		if (!qp->rq || !qp->rq_wrid)
-			goto nomem;
 	} else {
 		qp->attr.rq_depth = 0;
 		qp->attr.max_recv_sge = 0;
 	}
+	if (ctx->ops->qp_create(qp) || !qp->sq_wrid || !qp->sq_nbb || (qp->rq_depth && !qp->rq_wrid))
+		goto nomem;
 	qp->qpn = kinet_ctx_alloc_qpn(ctx);
 	atomic_store(&qp->state, KINET_QPS_RESET);
 
@@ -172,7 +154,7 @@ int kinet_qp_create(struct kinet_ctx *ctx, const struct kinet_qp_attr *attr, str
 	pthread_mutex_unlock(&ctx->obj_lock);
 
 	/* The engine looks at it only once it reaches RTS (or ERR). */
-	kinet_engine_add_qp(ctx, qp);
+	ctx->ops->qp_add(qp);
 	KINET_DBG("qp %u: %u BBs, rq %u x %u B, doorbell mode %d", qp->qpn, qp->sq_bbs, qp->rq_depth,
 		  qp->rq_stride, qp->db_mode);
 	*out = qp;
@@ -192,18 +174,10 @@ int kinet_qp_destroy(struct kinet_qp *qp)
 	if (!qp)
 		return KINET_EINVAL("qp", "NULL");
 	ctx = qp->ctx;
-	if (!atomic_load(&ctx->engine_stopped))
-		kinet_engine_remove_qp(ctx, qp);
-	if (qp->bf_mismatch)
-		KINET_INFO("qp %u: %llu BlueFlame copies differed from the send queue", qp->qpn,
-			   (unsigned long long)qp->bf_mismatch);
-	if (qp->db_bad > 1)
-		KINET_INFO("qp %u: %llu bad doorbells ignored (the first was logged)", qp->qpn,
-			   (unsigned long long)qp->db_bad);
+	ctx->ops->qp_destroy(qp);
 	/* Disconnect first: a transport that delivers peer windows updates
 	 * the QP's link under its own lock until then (peer.c). */
-	if (qp->transport && qp->transport->disconnect)
-		qp->transport->disconnect(qp);
+	ctx->ops->qp_disconnect(qp);
 	kinet_peer_qp_detach(qp);
 
 	pthread_mutex_lock(&ctx->obj_lock);
@@ -249,22 +223,14 @@ int kinet_qp_info(const struct kinet_qp *qp, struct kinet_qp_info *info)
 	memset(info, 0, sizeof(*info));
 	info->qpn = qp->qpn;
 	info->node_id = qp->ctx->node_id;
-	/* Host id and carrier addresses, for peers in other processes (the
-	 * layout is in src/transport/remote.c). */
-	kinet_remote_fill_info(qp->ctx, info);
+	/* What peers in other processes need to reach it (the provider's). */
+	qp->ctx->ops->qp_info(qp->ctx, info);
 	return 0;
-}
-
-/* local, node or ofi, per $KINET_TRANSPORT (src/transport/remote.c). */
-static const struct kinet_transport_ops *qp_choose_transport(struct kinet_qp *qp,
-							     const struct kinet_qp_info *remote)
-{
-	return kinet_remote_choose(qp->ctx, remote);
 }
 
 int kinet_qp_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote)
 {
-	const struct kinet_transport_ops *tr;
+	const char *how = NULL;
 	int state, ret;
 
 	if (!qp)
@@ -276,30 +242,20 @@ int kinet_qp_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote)
 		KINET_ERR("%s: QP %u is in state %s, not RESET", __func__, qp->qpn, state_name(state));
 		return -EINVAL;
 	}
-	tr = qp_choose_transport(qp, remote);
-	if (!tr) {
-		KINET_ERR("qp %u: no transport reaches peer QP %u (node %016llx)", qp->qpn, remote->qpn,
-			  (unsigned long long)remote->node_id);
-		return -EHOSTUNREACH;
-	}
-
 	atomic_store(&qp->state, KINET_QPS_INIT);
 	qp->remote = *remote;
-	qp->transport = tr;
 	atomic_store(&qp->state, KINET_QPS_RTR);
-	ret = tr->connect ? tr->connect(qp, remote) : 0;
+	/* The provider picks the path and logs why none reaches the peer. */
+	ret = qp->ctx->ops->qp_connect(qp, remote, &how);
 	if (ret) {
-		KINET_ERR("qp %u: %s transport cannot connect to QP %u: %s", qp->qpn, tr->name, remote->qpn,
-			  kinet_strerror(ret));
-		qp->transport = NULL;
 		memset(&qp->remote, 0, sizeof(qp->remote));
 		atomic_store(&qp->state, KINET_QPS_RESET);
 		return ret;
 	}
-	/* Release: the engine that sees RTS sees the transport and peer too. */
+	/* Release: the provider that sees RTS sees its path and the peer too. */
 	atomic_store_explicit(&qp->state, KINET_QPS_RTS, memory_order_release);
-	kinet_engine_kick(qp);
-	KINET_DBG("qp %u: connected to QP %u over %s", qp->qpn, remote->qpn, tr->name);
+	qp->ctx->ops->doorbell(qp);
+	KINET_DBG("qp %u: connected to QP %u over %s", qp->qpn, remote->qpn, how);
 	/* An exported QP gets the peer path now (connected and exported). */
 	return kinet_peer_qp_attach(qp);
 }
@@ -318,7 +274,7 @@ int kinet_qp_set_error(struct kinet_qp *qp)
 		return KINET_EINVAL("qp", "NULL");
 	kinet_qp_to_error(qp, "set by user");
 	if (!atomic_load(&qp->ctx->engine_stopped))
-		kinet_engine_kick(qp);
+		qp->ctx->ops->doorbell(qp);
 	return 0;
 }
 
@@ -335,48 +291,4 @@ enum kinet_qp_state kinet_qp_state(const struct kinet_qp *qp)
 enum kinet_db_mode kinet_qp_db_mode(const struct kinet_qp *qp)
 {
 	return qp ? qp->db_mode : KINET_DB_AUTO;
-}
-
-/* ---- receive side, for transports (rq_lock held) ---- */
-
-const struct kinet_wqe_data_seg *kinet_qp_rq_peek(struct kinet_qp *qp, uint16_t *index)
-{
-	uint32_t head;
-
-	if (!qp->rq)
-		return NULL;
-	/* Acquire: the receive WQE is read only after the record saying it
-	 * is there. */
-	head = kinet_be32(__atomic_load_n(&qp->dbrec[KINET_DBR_RECV], __ATOMIC_ACQUIRE)) & 0xffff;
-	if (!((head - (uint16_t)qp->rq_ci) & 0xffff))
-		return NULL;
-	*index = (uint16_t)qp->rq_ci;
-	return (const struct kinet_wqe_data_seg *)(qp->rq + (qp->rq_ci & (qp->rq_depth - 1)) * qp->rq_stride);
-}
-
-void kinet_qp_rq_consume(struct kinet_qp *qp)
-{
-	qp->rq_ci++;
-}
-
-uint8_t kinet_qp_rq_resolve(struct kinet_qp *qp, const struct kinet_wqe_data_seg *seg, uint64_t len,
-			    struct kinet_mr_ref *dst, uint32_t *dst_len, int *ndst)
-{
-	uint64_t room = 0;
-
-	*ndst = 0;
-	for (uint32_t i = 0; i < qp->rq_stride / sizeof(*seg) && i < qp->attr.max_recv_sge; i++) {
-		struct kinet_wqe_data_seg sg;
-
-		memcpy(&sg, &seg[i], sizeof(sg));
-		uint32_t lkey = kinet_be32(sg.lkey), n = kinet_be32(sg.byte_count);
-		if (lkey == KINET_INVALID_LKEY)
-			break;
-		if (kinet_mr_lookup(qp->ctx, lkey, kinet_be64(sg.addr), n, KINET_ACCESS_LOCAL_WRITE,
-				    &dst[*ndst]))
-			return KINET_SYND_LOCAL_PROT_ERR;
-		dst_len[(*ndst)++] = n;
-		room += n;
-	}
-	return room < len ? KINET_SYND_LOCAL_LENGTH_ERR : 0;
 }

@@ -23,7 +23,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
-#include "../../src/transport/carrier.h"
+#include "carrier.h"
 #include "common.h"
 
 #define NMSGS 2000

@@ -56,7 +56,7 @@ extern "C" {
 #endif
 /* Counts emulated device threads in libkinet: its engine threads stop
  * spinning when the polling threads outnumber the cores. */
-void kinet_emu_threads_add(int delta);
+KINET_API void kinet_emu_threads_add(int delta);
 #ifdef __cplusplus
 }
 #endif

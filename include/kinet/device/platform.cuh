@@ -33,6 +33,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kinet/api.h"
+
 #if defined(KINET_HOST_EMU) && defined(__CUDA_ARCH__)
 #error "KINET_HOST_EMU is for host (C) compilation of the device API, not for nvcc device code"
 #endif
@@ -75,9 +77,9 @@
 extern "C" {
 #endif
 /* CLOCK_MONOTONIC in nanoseconds. */
-uint64_t kinet_emu_now_ns(void);
+KINET_API uint64_t kinet_emu_now_ns(void);
 /* Sleeps about ns nanoseconds. */
-void kinet_emu_sleep_ns(uint64_t ns);
+KINET_API void kinet_emu_sleep_ns(uint64_t ns);
 #ifdef __cplusplus
 }
 #endif

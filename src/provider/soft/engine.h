@@ -1,11 +1,11 @@
 /*
  * Software NIC internals: engine threads, their QP sets, in-flight
- * operations.  Private to src/engine and src/transport.
+ * operations.  Private to src/provider/soft.
  */
 #ifndef KINET_ENGINE_H
 #define KINET_ENGINE_H
 
-#include "internal.h"
+#include "transport.h"
 
 /* An operation issued on a copy stream and not yet complete. */
 struct kinet_pending {
@@ -64,6 +64,25 @@ struct kinet_engine {
 	uint64_t yield_ns; /* then sched_yield this long */
 	uint64_t sleep_max_ns;
 };
+
+/* ---- the engine as the provider ops use it (provider.c) ---- */
+int kinet_engine_start(struct kinet_ctx *ctx, int nthreads);
+void kinet_engine_stop(struct kinet_ctx *ctx);
+/* Hands a QP to one engine thread / takes it back (waits for a pass to
+ * finish, then completes or drops its in-flight work). */
+void kinet_engine_add_qp(struct kinet_ctx *ctx, struct kinet_qp *qp);
+void kinet_engine_remove_qp(struct kinet_ctx *ctx, struct kinet_qp *qp);
+/* Wakes the thread owning qp (a host post just rang). */
+void kinet_engine_kick(struct kinet_qp *qp);
+void kinet_engine_pause(struct kinet_ctx *ctx, bool paused);
+
+/* Moves len bytes.  Host to host: memcpy, returns 0.  Either side in GPU
+ * memory: issued on the engine thread's copy stream, returns 1 (the engine
+ * then tracks the operation with an event); negative errno on failure. */
+int kinet_engine_copy(struct kinet_engine_thread *thread, void *dst, enum kinet_mem_type dst_type,
+		      const void *src, enum kinet_mem_type src_type, size_t len);
+/* Waits for the copies issued so far by the thread (GPU-memory atomics). */
+int kinet_engine_copy_sync(struct kinet_engine_thread *thread);
 
 /* doorbell.c: producer index the QP's doorbell currently shows. */
 uint64_t kinet_engine_read_pi(struct kinet_qp *qp);

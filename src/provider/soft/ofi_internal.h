@@ -1,5 +1,5 @@
 /*
- * The `ofi` carrier (libfabric RDM endpoints), private to src/transport/ofi*.c.
+ * The `ofi` carrier (libfabric RDM endpoints), private to src/provider/soft/ofi*.c.
  *
  * Files: ofi.c (ops table, send, progress, peers), ofi_setup.c (provider
  * choice, fabric/domain/endpoint/AV/CQ, memory registration), ofi_rx.c

@@ -31,7 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/engine.h"
+#include "engine.h"
 #include "remote.h"
 
 #define INFO_NODE_OFF 8
@@ -87,16 +87,6 @@ static uint64_t get64(const uint8_t *p)
 	return v;
 }
 
-int rp_copy_sync(struct kinet_engine_thread *t, void *dst, enum kinet_mem_type dt, const void *src,
-		 enum kinet_mem_type st, size_t len)
-{
-	int rc = kinet_engine_copy(t, dst, dt, src, st, len);
-
-	if (rc > 0)
-		rc = kinet_engine_copy_sync(t);
-	return rc < 0 ? rc : 0;
-}
-
 static void deliver(struct kinet_carrier *c, struct kinet_carrier_peer *peer, const void *msg, size_t len,
 		    void *arg)
 {
@@ -144,7 +134,7 @@ static void deliver(struct kinet_carrier *c, struct kinet_carrier_peer *peer, co
 
 static int remote_progress(struct kinet_ctx *ctx)
 {
-	struct rp_state *rs = ctx->remote;
+	struct rp_state *rs = kinet_sctx(ctx)->remote;
 	int work = 0;
 
 	kinet_mr_table_rdlock(ctx);
@@ -170,15 +160,15 @@ struct rp_state *rp_state_get(struct kinet_ctx *ctx)
 	struct rp_state *rs;
 
 	pthread_mutex_lock(&ctx->obj_lock);
-	rs = ctx->remote;
+	rs = kinet_sctx(ctx)->remote;
 	if (!rs && (rs = calloc(1, sizeof(*rs)))) {
 		rs->ctx = ctx;
 		pthread_mutex_init(&rs->lock, NULL);
 		rs->car[RP_NODE].ops = &kinet_carrier_node;
 		rs->car[RP_OFI].ops = &kinet_carrier_ofi; /* NULL without libfabric */
-		ctx->remote = rs;
+		kinet_sctx(ctx)->remote = rs;
 		/* Release: engine thread 0 sees the state before the hook. */
-		__atomic_store_n(&ctx->remote_progress, remote_progress, __ATOMIC_RELEASE);
+		__atomic_store_n(&kinet_sctx(ctx)->remote_progress, remote_progress, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&ctx->obj_lock);
 	return rs;
@@ -356,7 +346,7 @@ static int rp_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote, e
 	p->oldest = 1;
 	p->next = rs->qps;
 	rs->qps = p;
-	qp->transport_priv = p;
+	kinet_sqp(qp)->transport_priv = p;
 	pthread_mutex_unlock(&rs->lock);
 	return 0;
 }
@@ -373,32 +363,32 @@ static int ofi_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote)
 
 static void rp_disconnect(struct kinet_qp *qp)
 {
-	struct rp_state *rs = qp->ctx->remote;
+	struct rp_state *rs = kinet_sctx(qp->ctx)->remote;
 	struct rp_qp **pp;
 
-	if (!rs || !qp->transport_priv)
+	if (!rs || !kinet_sqp(qp)->transport_priv)
 		return;
 	pthread_mutex_lock(&rs->lock);
 	for (pp = &rs->qps; *pp; pp = &(*pp)->next) {
-		if (*pp == qp->transport_priv) {
+		if (*pp == kinet_sqp(qp)->transport_priv) {
 			*pp = (*pp)->next;
 			break;
 		}
 	}
 	pthread_mutex_unlock(&rs->lock);
-	rp_ipc_qp_free(qp->transport_priv);
-	free(qp->transport_priv);
-	qp->transport_priv = NULL;
+	rp_ipc_qp_free(kinet_sqp(qp)->transport_priv);
+	free(kinet_sqp(qp)->transport_priv);
+	kinet_sqp(qp)->transport_priv = NULL;
 }
 
 void kinet_remote_close(struct kinet_ctx *ctx)
 {
-	struct rp_state *rs = ctx->remote;
+	struct rp_state *rs = kinet_sctx(ctx)->remote;
 
 	if (!rs)
 		return;
-	__atomic_store_n(&ctx->remote_progress, NULL, __ATOMIC_RELAXED); /* engine stopped */
-	ctx->remote = NULL;
+	__atomic_store_n(&kinet_sctx(ctx)->remote_progress, NULL, __ATOMIC_RELAXED); /* engine stopped */
+	kinet_sctx(ctx)->remote = NULL;
 	rp_target_free(rs);
 	rp_peer_free(rs);
 	rp_ipc_close(rs);

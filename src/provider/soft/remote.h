@@ -1,7 +1,7 @@
 /*
  * The remote protocol: RC operations between the engines of two processes,
  * carried as messages by a carrier (carrier.h).  Shared by the `node` and
- * `ofi` transports; private to src/transport (and qp.c/ctx.c hooks).
+ * `ofi` transports; private to src/provider/soft (core reaches it through provider.c).
  *
  * Requester (remote_req.c, on the QP's engine thread): one request message
  * per operation, or per fragment of RP_FRAG bytes of a larger write/send.
@@ -16,6 +16,8 @@
 #define KINET_REMOTE_H
 
 #include "carrier.h"
+#include "sgl.h"
+#include "transport.h"
 
 #define RP_MAGIC 0x50524e4bu /* "KNRP" read as little-endian */
 #define RP_VERSION 3
@@ -142,14 +144,6 @@ struct rp_carrier {
 	int rc;
 };
 
-/* A local SGE of an outstanding operation, looked up again before use. */
-struct rp_sge {
-	uint8_t *ptr;
-	uint32_t len;
-	uint32_t key;
-	enum kinet_mem_type type;
-};
-
 struct rp_slot {
 	uint64_t seq; /* 0: free */
 	bool done;
@@ -161,10 +155,10 @@ struct rp_slot {
 	uint64_t head_since_ns;
 	bool ipc; /* sent as an RP_FLAG_IPC request */
 	int nsge;
-	struct rp_sge sge[KINET_MAX_SGE];
+	struct kinet_sgl_entry sge[KINET_MAX_SGE];
 };
 
-/* Per connected QP (qp->transport_priv). */
+/* Per connected QP (kinet_sqp(qp)->transport_priv). */
 struct rp_qp {
 	struct kinet_qp *qp;
 	struct rp_carrier *car;
@@ -207,7 +201,7 @@ struct rp_chan {
 	uint64_t cur_seq;
 	uint16_t cur_index;
 	int ndst;
-	struct rp_sge dst[KINET_MAX_SGE];
+	struct kinet_sgl_entry dst[KINET_MAX_SGE];
 	struct rp_chan *next;
 };
 
@@ -242,10 +236,6 @@ struct rp_state *rp_state_get(struct kinet_ctx *ctx);
  * its failures are logged at info level. */
 struct rp_carrier *rp_carrier_get(struct rp_state *rs, enum rp_kind kind, bool asked);
 struct rp_qp *rp_find_qp(struct rp_state *rs, uint32_t qpn);
-/* Copies between a flat buffer and GPU or host memory on engine thread 0
- * (remote_progress runs there), waiting for the copy. */
-int rp_copy_sync(struct kinet_engine_thread *t, void *dst, enum kinet_mem_type dt, const void *src,
-		 enum kinet_mem_type st, size_t len);
 
 /* remote_req.c */
 void rp_execute(struct kinet_engine_thread *t, struct kinet_qp *qp, struct kinet_op *op,

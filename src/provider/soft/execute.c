@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "responder.h"
 
 #define PASS_BUDGET 64 /* WQEs per QP per pass, for fairness */
 
@@ -102,11 +103,11 @@ static uint8_t decode_local(struct kinet_engine_thread *t, struct kinet_qp *qp, 
 	return 0;
 }
 
-/* Decodes the WQE at qp->sq_ci.  Returns 0 or the syndrome of a malformed
+/* Decodes the WQE at kinet_sqp(qp)->sq_ci.  Returns 0 or the syndrome of a malformed
  * or unauthorised request. */
 static uint8_t decode(struct kinet_engine_thread *t, struct kinet_qp *qp, uint32_t ds, struct kinet_op *op)
 {
-	uint64_t start = qp->sq_ci;
+	uint64_t start = kinet_sqp(qp)->sq_ci;
 	struct kinet_wqe_raddr_seg raddr;
 	struct kinet_wqe_atomic_seg atomic;
 
@@ -212,10 +213,10 @@ static void complete_responder(struct kinet_exec_result *res)
  * pass (waiting on in-flight work, a peer, or it just failed). */
 static bool execute_one(struct kinet_engine_thread *t, struct kinet_qp *qp)
 {
-	const struct kinet_wqe_ctrl_seg *ctrl = (const void *)wqe_unit(qp, qp->sq_ci, 0);
+	const struct kinet_wqe_ctrl_seg *ctrl = (const void *)wqe_unit(qp, kinet_sqp(qp)->sq_ci, 0);
 	uint32_t ds = kinet_wqe_ctrl_ds(ctrl);
 	uint32_t nbb = ds ? kinet_wqe_bbs(ds) : 1;
-	uint64_t posted = qp->sq_seen_pi - qp->sq_ci;
+	uint64_t posted = kinet_sqp(qp)->sq_seen_pi - kinet_sqp(qp)->sq_ci;
 	struct kinet_op op;
 	struct kinet_exec_result res;
 	uint8_t synd = 0;
@@ -224,12 +225,12 @@ static bool execute_one(struct kinet_engine_thread *t, struct kinet_qp *qp)
 	op.opcode = kinet_wqe_ctrl_opcode(ctrl);
 	op.fm_ce_se = ctrl->fm_ce_se;
 	op.imm_be = ctrl->imm;
-	op.wqe_counter = (uint16_t)qp->sq_ci;
-	op.after_pending = qp->npending > 0;
+	op.wqe_counter = (uint16_t)kinet_sqp(qp)->sq_ci;
+	op.after_pending = kinet_sqp(qp)->npending > 0;
 
 	/* A fence orders this WQE after earlier reads and atomics; the only
 	 * unfinished earlier work is what is in flight, so wait for it. */
-	if ((op.fm_ce_se & KINET_WQE_CTRL_FENCE_MASK) && qp->npending)
+	if ((op.fm_ce_se & KINET_WQE_CTRL_FENCE_MASK) && kinet_sqp(qp)->npending)
 		return false;
 
 	if (kinet_wqe_ctrl_qpn(ctrl) != qp->qpn || ds == 0 || nbb > posted) {
@@ -252,12 +253,12 @@ static bool execute_one(struct kinet_engine_thread *t, struct kinet_qp *qp)
 		 * transports that track operations complete them later. */
 		res.status = op.after_pending ? KINET_EXEC_BUSY : KINET_EXEC_DONE;
 	} else if (!synd) {
-		qp->transport->execute(t, qp, &op, &res);
+		kinet_sqp(qp)->transport->execute(t, qp, &op, &res);
 		if (res.status == KINET_EXEC_ERROR)
 			synd = res.syndrome;
 	}
 
-	if (synd && qp->npending) {
+	if (synd && kinet_sqp(qp)->npending) {
 		/* Completions stay in order: report the error after the
 		 * operations before it.  Decoding and checking had no side
 		 * effects, so the WQE is simply looked at again later. */
@@ -266,8 +267,8 @@ static bool execute_one(struct kinet_engine_thread *t, struct kinet_qp *qp)
 	}
 	if (synd) {
 		complete_responder(&res);
-		qp->sq_ci += nbb;
-		qp->retry_start_ns = 0;
+		kinet_sqp(qp)->sq_ci += nbb;
+		kinet_sqp(qp)->retry_start_ns = 0;
 		kinet_engine_qp_fail(qp, synd, 0, op.opcode, op.wqe_counter);
 		return false;
 	}
@@ -278,12 +279,12 @@ static bool execute_one(struct kinet_engine_thread *t, struct kinet_qp *qp)
 		uint64_t now = kinet_now_ns();
 		uint64_t limit = res.syndrome == KINET_SYND_RNR_RETRY_EXC_ERR ? qp->attr.rnr_timeout_ms
 									      : qp->attr.timeout_ms;
-		if (!qp->retry_start_ns)
-			qp->retry_start_ns = now;
-		if (now - qp->retry_start_ns < limit * 1000000ull)
+		if (!kinet_sqp(qp)->retry_start_ns)
+			kinet_sqp(qp)->retry_start_ns = now;
+		if (now - kinet_sqp(qp)->retry_start_ns < limit * 1000000ull)
 			return false;
-		qp->sq_ci += nbb;
-		qp->retry_start_ns = 0;
+		kinet_sqp(qp)->sq_ci += nbb;
+		kinet_sqp(qp)->retry_start_ns = 0;
 		kinet_engine_qp_fail(
 			qp, res.syndrome,
 			res.syndrome == KINET_SYND_TRANSPORT_RETRY_EXC_ERR ? KINET_VENDOR_SYND_PEER_DEAD : 0,
@@ -301,15 +302,15 @@ static bool execute_one(struct kinet_engine_thread *t, struct kinet_qp *qp)
 			.resp_cqe = res.resp_cqe,
 			.token = res.token,
 		};
-		qp->retry_start_ns = 0;
-		qp->sq_ci += nbb;
+		kinet_sqp(qp)->retry_start_ns = 0;
+		kinet_sqp(qp)->sq_ci += nbb;
 		if (kinet_pending_push(t, qp, &p, res.tracked_by_transport)) {
 			/* Could not track it (out of memory): wait for it right
 			 * here; transports bound every operation in time. */
 			uint8_t syndrome = 0;
 
 			if (res.tracked_by_transport)
-				while (!qp->transport->op_done(qp, res.token, &syndrome))
+				while (!kinet_sqp(qp)->transport->op_done(qp, res.token, &syndrome))
 					sched_yield();
 			else
 				kinet_engine_copy_sync(t); /* its copies, and earlier ones */
@@ -324,8 +325,8 @@ static bool execute_one(struct kinet_engine_thread *t, struct kinet_qp *qp)
 		return true;
 	}
 	default:
-		qp->retry_start_ns = 0;
-		qp->sq_ci += nbb;
+		kinet_sqp(qp)->retry_start_ns = 0;
+		kinet_sqp(qp)->sq_ci += nbb;
 		complete_requester(qp, &op, res.byte_cnt);
 		complete_responder(&res);
 		return true;
@@ -339,28 +340,28 @@ static int flush(struct kinet_qp *qp)
 {
 	int work = 0;
 
-	while (qp->sq_ci < qp->sq_seen_pi) {
-		const struct kinet_wqe_ctrl_seg *ctrl = (const void *)wqe_unit(qp, qp->sq_ci, 0);
+	while (kinet_sqp(qp)->sq_ci < kinet_sqp(qp)->sq_seen_pi) {
+		const struct kinet_wqe_ctrl_seg *ctrl = (const void *)wqe_unit(qp, kinet_sqp(qp)->sq_ci, 0);
 		uint32_t ds = kinet_wqe_ctrl_ds(ctrl);
 		uint64_t nbb = ds ? kinet_wqe_bbs(ds) : 1;
 		struct kinet_cqe_desc d = {
 			.cqe_opcode = KINET_CQE_REQ_ERR,
 			.wqe_opcode = kinet_wqe_ctrl_opcode(ctrl),
 			.syndrome = KINET_SYND_WR_FLUSH_ERR,
-			.wqe_counter = (uint16_t)qp->sq_ci,
+			.wqe_counter = (uint16_t)kinet_sqp(qp)->sq_ci,
 			.qpn = qp->qpn,
 		};
 
 		if (kinet_cq_write(qp->attr.send_cq, &d, true) == -EAGAIN)
 			break;
-		if (nbb > qp->sq_seen_pi - qp->sq_ci)
-			nbb = qp->sq_seen_pi - qp->sq_ci;
-		qp->sq_ci += nbb;
+		if (nbb > kinet_sqp(qp)->sq_seen_pi - kinet_sqp(qp)->sq_ci)
+			nbb = kinet_sqp(qp)->sq_seen_pi - kinet_sqp(qp)->sq_ci;
+		kinet_sqp(qp)->sq_ci += nbb;
 		work++;
 	}
 	if (!qp->rq)
 		return work;
-	pthread_mutex_lock(&qp->rq_lock);
+	pthread_mutex_lock(&kinet_sqp(qp)->rq_lock);
 	uint16_t index;
 	while (kinet_qp_rq_peek(qp, &index)) {
 		struct kinet_cqe_desc d = {
@@ -374,7 +375,7 @@ static int flush(struct kinet_qp *qp)
 		kinet_qp_rq_consume(qp);
 		work++;
 	}
-	pthread_mutex_unlock(&qp->rq_lock);
+	pthread_mutex_unlock(&kinet_sqp(qp)->rq_lock);
 	return work;
 }
 
@@ -383,27 +384,28 @@ int kinet_engine_progress_qp(struct kinet_engine_thread *t, struct kinet_qp *qp)
 	int work = 0;
 	int state = atomic_load_explicit(&qp->state, memory_order_acquire);
 
-	if (qp->npending)
+	if (kinet_sqp(qp)->npending)
 		work += kinet_pending_reap(t, qp);
 	if (state != KINET_QPS_RTS && state != KINET_QPS_ERR)
 		return work; /* hardware ignores the doorbells of such a QP */
 	kinet_engine_read_pi(qp);
 	if (state == KINET_QPS_ERR) {
-		if (qp->npending)
+		if (kinet_sqp(qp)->npending)
 			return work;
 		return work + flush(qp);
 	}
-	if (qp->sq_ci == qp->sq_seen_pi)
+	if (kinet_sqp(qp)->sq_ci == kinet_sqp(qp)->sq_seen_pi)
 		return work;
 	/* The device wrote these blocks, so they are not in this core's cache:
 	 * start the misses of the batch together rather than one per WQE. */
-	for (uint64_t i = qp->sq_ci; i < qp->sq_seen_pi && i < qp->sq_ci + 16; i++)
+	for (uint64_t i = kinet_sqp(qp)->sq_ci;
+	     i < kinet_sqp(qp)->sq_seen_pi && i < kinet_sqp(qp)->sq_ci + 16; i++)
 		__builtin_prefetch(wqe_unit(qp, i, 0));
 	/* One read lock of the registration table, and (in the transport) one
 	 * look-up of the target, for the whole batch rather than per WQE: they
 	 * are shared cache lines every engine thread would bounce. */
 	kinet_mr_table_rdlock(qp->ctx);
-	for (int n = 0; n < PASS_BUDGET && qp->sq_ci < qp->sq_seen_pi; n++) {
+	for (int n = 0; n < PASS_BUDGET && kinet_sqp(qp)->sq_ci < kinet_sqp(qp)->sq_seen_pi; n++) {
 		if (atomic_load_explicit(&qp->state, memory_order_acquire) != KINET_QPS_RTS)
 			break;
 		if (!execute_one(t, qp))
@@ -411,15 +413,15 @@ int kinet_engine_progress_qp(struct kinet_engine_thread *t, struct kinet_qp *qp)
 		work++;
 	}
 	kinet_pending_seal(t, qp);
-	if (qp->transport->batch_end)
-		qp->transport->batch_end(qp);
+	if (kinet_sqp(qp)->transport->batch_end)
+		kinet_sqp(qp)->transport->batch_end(qp);
 	kinet_mr_table_unlock(qp->ctx);
 	return work;
 }
 
 void kinet_engine_drain_qp(struct kinet_engine_thread *t, struct kinet_qp *qp)
 {
-	if (qp->npending) {
+	if (kinet_sqp(qp)->npending) {
 		kinet_engine_copy_sync(t);
 		kinet_pending_drop_all(t, qp);
 	}

@@ -25,8 +25,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "engine/engine.h"
 #include "remote.h"
+#include "responder.h"
 
 static struct rp_slot *slot_of(struct rp_qp *p, uint64_t seq)
 {
@@ -48,24 +48,19 @@ static void slot_fail(struct rp_slot *s, uint8_t syndrome)
 static int gather(struct kinet_engine_thread *t, struct rp_qp *p, const struct rp_slot *s, uint32_t off,
 		  uint32_t n, struct iovec *iov, int *iovcnt)
 {
-	uint32_t pos = 0, staged = 0;
+	const struct kinet_sgl_entry *g;
+	struct kinet_sgl_iter it;
+	uint32_t in, take, staged = 0;
 
-	for (int i = 0; i < s->nsge && n; i++) {
-		const struct rp_sge *g = &s->sge[i];
+	kinet_sgl_iter_init(&it, s->sge, s->nsge, off, n);
+	while (kinet_sgl_iter_next(&it, &g, &in, &take)) {
 		struct kinet_mr_ref ref;
-
-		if (off >= pos + g->len) {
-			pos += g->len;
-			continue;
-		}
-		uint32_t in = off - pos;
-		uint32_t take = g->len - in < n ? g->len - in : n;
 
 		if (kinet_mr_lookup_ptr(p->qp->ctx, g->key, g->ptr + in, take, 0, &ref))
 			return -EACCES;
 		void *src = ref.ptr;
 		if (g->type != KINET_MEM_HOST) {
-			if (rp_copy_sync(t, p->stage + staged, KINET_MEM_HOST, src, g->type, take))
+			if (kinet_resp_copy_sync(t, p->stage + staged, KINET_MEM_HOST, src, g->type, take))
 				return -EIO;
 			src = p->stage + staged;
 			staged += take;
@@ -73,9 +68,6 @@ static int gather(struct kinet_engine_thread *t, struct rp_qp *p, const struct r
 		iov[*iovcnt].iov_base = src;
 		iov[*iovcnt].iov_len = take;
 		(*iovcnt)++;
-		off += take;
-		pos += g->len;
-		n -= take;
 	}
 	return 0;
 }
@@ -168,8 +160,8 @@ static bool needs_receive(uint8_t opcode)
 void rp_execute(struct kinet_engine_thread *t, struct kinet_qp *qp, struct kinet_op *op,
 		struct kinet_exec_result *res)
 {
-	struct rp_qp *p = qp->transport_priv;
-	struct rp_state *rs = qp->ctx->remote;
+	struct rp_qp *p = kinet_sqp(qp)->transport_priv;
+	struct rp_state *rs = kinet_sctx(qp->ctx)->remote;
 	struct rp_slot *s;
 	struct rp_ipc ipc;
 	uint64_t seq;
@@ -191,8 +183,8 @@ void rp_execute(struct kinet_engine_thread *t, struct kinet_qp *qp, struct kinet
 	s->limit_ms = qp->attr.timeout_ms + (needs_receive(op->opcode) ? qp->attr.rnr_timeout_ms : 0);
 	s->nsge = op->inline_data ? 0 : op->nsge;
 	for (int i = 0; i < s->nsge; i++)
-		s->sge[i] =
-			(struct rp_sge){op->sge[i].ptr, op->sge_len[i], op->sge[i].mr->key, op->sge[i].type};
+		s->sge[i] = (struct kinet_sgl_entry){op->sge[i].ptr, op->sge_len[i], op->sge[i].mr->key,
+						     op->sge[i].type};
 
 	p->tx_hdr = (struct rp_msg){
 		.magic = RP_MAGIC,
@@ -280,8 +272,8 @@ static void ping(struct kinet_qp *qp, struct rp_qp *p, uint64_t now)
 
 int rp_op_done(struct kinet_qp *qp, uint64_t token, uint8_t *syndrome)
 {
-	struct rp_qp *p = qp->transport_priv;
-	struct rp_state *rs = qp->ctx->remote;
+	struct rp_qp *p = kinet_sqp(qp)->transport_priv;
+	struct rp_state *rs = kinet_sctx(qp->ctx)->remote;
 	struct rp_slot *s;
 	int done = 0;
 
@@ -291,7 +283,7 @@ int rp_op_done(struct kinet_qp *qp, uint64_t token, uint8_t *syndrome)
 	if (pump)
 		kinet_mr_table_rdlock(qp->ctx);
 	pthread_mutex_lock(&rs->lock);
-	tx_pump(qp->owner, p);
+	tx_pump(kinet_sqp(qp)->owner, p);
 	if (pump)
 		kinet_mr_table_unlock(qp->ctx);
 	s = slot_of(p, token);
@@ -329,30 +321,22 @@ int rp_op_done(struct kinet_qp *qp, uint64_t token, uint8_t *syndrome)
  * looking each one up again (the MR table read lock is held). */
 static uint8_t scatter(struct rp_state *rs, struct rp_slot *s, uint32_t off, const uint8_t *data, uint32_t n)
 {
-	struct kinet_engine_thread *t = &rs->ctx->engine->threads[0];
-	uint32_t pos = 0;
+	struct kinet_engine_thread *t = &kinet_sctx(rs->ctx)->engine->threads[0];
+	const struct kinet_sgl_entry *g;
+	struct kinet_sgl_iter it;
+	uint32_t in, take;
 
-	for (int i = 0; i < s->nsge && n; i++) {
-		struct rp_sge *g = &s->sge[i];
+	kinet_sgl_iter_init(&it, s->sge, s->nsge, off, n);
+	while (kinet_sgl_iter_next(&it, &g, &in, &take)) {
 		struct kinet_mr_ref ref;
-
-		if (off >= pos + g->len) {
-			pos += g->len;
-			continue;
-		}
-		uint32_t in = off - pos;
-		uint32_t take = g->len - in < n ? g->len - in : n;
 
 		if (kinet_mr_lookup_ptr(rs->ctx, g->key, g->ptr + in, take, KINET_ACCESS_LOCAL_WRITE, &ref))
 			return KINET_SYND_LOCAL_PROT_ERR;
-		if (rp_copy_sync(t, ref.ptr, ref.type, data, KINET_MEM_HOST, take))
+		if (kinet_resp_copy_sync(t, ref.ptr, ref.type, data, KINET_MEM_HOST, take))
 			return KINET_SYND_LOCAL_QP_OP_ERR;
 		data += take;
-		off += take;
-		pos += g->len;
-		n -= take;
 	}
-	return n ? KINET_SYND_LOCAL_LENGTH_ERR : 0;
+	return it.left ? KINET_SYND_LOCAL_LENGTH_ERR : 0;
 }
 
 void rp_on_pong(struct rp_state *rs, const struct rp_msg *m)

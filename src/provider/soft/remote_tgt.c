@@ -11,7 +11,8 @@
  *   - the target QP is not there or not yet RTS (the peer is still
  *     connecting): retried for the requester's QP timeout, then dropped
  *     (the requester times out, as with a responder that never answers).
- * Checks and syndromes are those of the local transport (local.c).  After
+ * Checks and syndromes are the responder's (responder.c), as for the
+ * local transport.  After
  * an error answer the channel discards what follows: the requester QP is
  * in the error state and flushes it.  A target QP in the error state
  * answers nothing.  An RP_FLAG_IPC request (node_ipc.c) carries no data:
@@ -22,14 +23,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
 #include "remote.h"
+#include "responder.h"
 
 enum { H_DONE, H_RNR, H_NOT_READY };
 
 static struct kinet_engine_thread *thread0(struct rp_state *rs)
 {
-	return &rs->ctx->engine->threads[0];
+	return &kinet_sctx(rs->ctx)->engine->threads[0];
 }
 
 static struct rp_held *hold(const struct rp_msg *m, const uint8_t *payload)
@@ -111,76 +112,48 @@ static void refuse(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg 
 	ch->failed = true;
 }
 
-static void responder_cqe(struct kinet_qp *tq, uint8_t opcode, uint16_t index, uint32_t len, uint32_t imm_be,
-			  uint8_t syndrome)
+static void responder_cqe(struct kinet_qp *tq, uint8_t opcode, uint16_t index, uint32_t len, uint32_t imm_be)
 {
-	struct kinet_cqe_desc d = {
-		.cqe_opcode = opcode,
-		.syndrome = syndrome,
-		.wqe_counter = index,
-		.qpn = tq->qpn,
-		.byte_cnt = len,
-		.imm_be = imm_be,
-	};
+	struct kinet_cqe_desc d = kinet_resp_cqe(tq, opcode, index, len, imm_be, 0);
+
 	kinet_engine_complete(tq, tq->attr.recv_cq, &d);
 }
 
-/* Takes the next receive WQE for m (first fragment of a send): 0, H_RNR,
- * or a requester syndrome (the responder's error CQE is written). */
+/* Takes the next receive WQE for m (first fragment of a send): 0,
+ * KINET_RESP_RNR, or a requester syndrome (the responder's error CQE is
+ * written). */
 static int take_receive(struct rp_chan *ch, struct kinet_qp *tq, const struct rp_msg *m)
 {
-	const struct kinet_wqe_data_seg *seg;
-	struct kinet_mr_ref ref[KINET_MAX_SGE];
-	uint32_t len[KINET_MAX_SGE];
-	uint8_t resp_synd;
-	int n;
+	struct kinet_resp_recv rv;
+	int rc = kinet_resp_recv_peek(tq, m->length, &rv);
 
-	pthread_mutex_lock(&tq->rq_lock);
-	seg = kinet_qp_rq_peek(tq, &ch->cur_index);
-	if (!seg) {
-		pthread_mutex_unlock(&tq->rq_lock);
-		return H_RNR;
-	}
-	resp_synd = kinet_qp_rq_resolve(tq, seg, m->length, ref, len, &n);
-	for (ch->ndst = 0; ch->ndst < n; ch->ndst++) {
-		struct kinet_mr_ref *r = &ref[ch->ndst];
-		ch->dst[ch->ndst] = (struct rp_sge){r->ptr, len[ch->ndst], r->mr->key, r->type};
-	}
-	kinet_qp_rq_consume(tq);
-	pthread_mutex_unlock(&tq->rq_lock);
-	if (!resp_synd)
-		return 0;
-	/* The responder's receive fails and its QP enters the error state. */
-	responder_cqe(tq, KINET_CQE_RESP_ERR, ch->cur_index, 0, 0, resp_synd);
-	kinet_qp_to_error(tq, "receive failed");
-	return kinet_recv_requester_syndrome(resp_synd);
+	if (rc)
+		return rc;
+	ch->cur_index = rv.index;
+	ch->ndst = rv.ndst;
+	memcpy(ch->dst, rv.dst, (size_t)rv.ndst * sizeof(rv.dst[0]));
+	return kinet_resp_recv_take(tq, &rv);
 }
 
 /* Places a send fragment (or, through CUDA IPC, the whole message) into
- * the receive WQE taken for it. */
+ * the receive WQE taken for it, looking each entry up again. */
 static int scatter_recv(struct rp_state *rs, struct rp_chan *ch, uint32_t off, const uint8_t *data,
 			enum kinet_mem_type data_type, uint32_t n)
 {
-	uint32_t pos = 0;
+	const struct kinet_sgl_entry *g;
+	struct kinet_sgl_iter it;
+	uint32_t in, take;
 
-	for (int i = 0; i < ch->ndst && n; i++) {
-		struct rp_sge *g = &ch->dst[i];
+	kinet_sgl_iter_init(&it, ch->dst, ch->ndst, off, n);
+	while (kinet_sgl_iter_next(&it, &g, &in, &take)) {
 		struct kinet_mr_ref ref;
 
-		if (off >= pos + g->len) {
-			pos += g->len;
-			continue;
-		}
-		uint32_t in = off - pos, take = g->len - in < n ? g->len - in : n;
 		if (kinet_mr_lookup_ptr(rs->ctx, g->key, g->ptr + in, take, KINET_ACCESS_LOCAL_WRITE, &ref) ||
-		    rp_copy_sync(thread0(rs), ref.ptr, ref.type, data, data_type, take))
+		    kinet_resp_copy_sync(thread0(rs), ref.ptr, ref.type, data, data_type, take))
 			return -EIO;
 		data += take;
-		off += take;
-		pos += g->len;
-		n -= take;
 	}
-	return n ? -EIO : 0;
+	return it.left ? -EIO : 0;
 }
 
 /* The data of a request: its payload, or the requester's GPU buffer
@@ -197,31 +170,22 @@ static int do_write(struct rp_state *rs, struct rp_chan *ch, struct kinet_qp *tq
 	struct kinet_mr_ref ref;
 	bool imm = m->opcode == KINET_WQE_OP_RDMA_WRITE_IMM;
 	bool first = ch->cur_seq != m->seq;
+	int synd = kinet_resp_check(rs->ctx, m->opcode, m->rkey, m->raddr, m->length, &ref);
 
-	if (kinet_mr_lookup(rs->ctx, m->rkey, m->raddr, m->length, KINET_ACCESS_REMOTE_WRITE, &ref))
-		return refuse(rs, ch, m, KINET_SYND_REMOTE_ACCESS_ERR), H_DONE;
+	if (synd)
+		return refuse(rs, ch, m, (uint8_t)synd), H_DONE;
 	/* The fragment must lie inside the operation the key was checked for. */
 	if (m->offset > m->length || d->len > m->length - m->offset)
 		return refuse(rs, ch, m, KINET_SYND_REMOTE_INVAL_REQ_ERR), H_DONE;
-	if (imm && first) {
-		if (!tq->rq)
-			return refuse(rs, ch, m, KINET_SYND_REMOTE_INVAL_REQ_ERR), H_DONE;
-		/* The data and the receive WQE it consumes are one message:
-		 * without a receive, nothing is placed (RNR). */
-		pthread_mutex_lock(&tq->rq_lock);
-		bool have = kinet_qp_rq_peek(tq, &ch->cur_index) != NULL;
-		if (have)
-			kinet_qp_rq_consume(tq);
-		pthread_mutex_unlock(&tq->rq_lock);
-		if (!have)
-			return H_RNR;
-	}
+	if (imm && first && (synd = kinet_resp_take_recv_imm(tq, &ch->cur_index)))
+		return synd == KINET_RESP_RNR ? H_RNR : (refuse(rs, ch, m, (uint8_t)synd), H_DONE);
 	ch->cur_seq = m->seq;
-	if (rp_copy_sync(thread0(rs), (uint8_t *)ref.ptr + m->offset, ref.type, d->p, d->type, d->len))
+	if (kinet_resp_copy_sync(thread0(rs), (uint8_t *)ref.ptr + m->offset, ref.type, d->p, d->type,
+				 d->len))
 		return refuse(rs, ch, m, KINET_SYND_REMOTE_OP_ERR), H_DONE;
 	if (m->flags & RP_FLAG_LAST) {
 		if (imm)
-			responder_cqe(tq, KINET_CQE_RESP_WR_IMM, ch->cur_index, m->length, m->imm_be, 0);
+			responder_cqe(tq, KINET_CQE_RESP_WR_IMM, ch->cur_index, m->length, m->imm_be);
 		respond(rs, ch, m, 0, 0, NULL, 0, true);
 		ch->cur_seq = 0;
 	}
@@ -232,27 +196,23 @@ static int do_send(struct rp_state *rs, struct rp_chan *ch, struct kinet_qp *tq,
 		   const struct data *d)
 {
 	if (ch->cur_seq != m->seq) {
-		int rc;
+		int rc = take_receive(ch, tq, m);
 
-		if (!tq->rq)
-			return refuse(rs, ch, m, KINET_SYND_REMOTE_INVAL_REQ_ERR), H_DONE;
-		rc = take_receive(ch, tq, m);
-		if (rc == H_RNR)
+		if (rc == KINET_RESP_RNR)
 			return H_RNR;
 		if (rc)
 			return refuse(rs, ch, m, (uint8_t)rc), H_DONE;
 		ch->cur_seq = m->seq;
 	}
 	if (scatter_recv(rs, ch, m->offset, d->p, d->type, d->len)) {
-		responder_cqe(tq, KINET_CQE_RESP_ERR, ch->cur_index, 0, 0, KINET_SYND_LOCAL_PROT_ERR);
-		kinet_qp_to_error(tq, "receive failed");
+		kinet_resp_recv_fail(tq, ch->cur_index, KINET_SYND_LOCAL_PROT_ERR);
 		return refuse(rs, ch, m, KINET_SYND_REMOTE_OP_ERR), H_DONE;
 	}
 	if (m->flags & RP_FLAG_LAST) {
 		bool imm = m->opcode == KINET_WQE_OP_SEND_IMM;
 
 		responder_cqe(tq, imm ? KINET_CQE_RESP_SEND_IMM : KINET_CQE_RESP_SEND, ch->cur_index,
-			      m->length, m->imm_be, 0);
+			      m->length, m->imm_be);
 		respond(rs, ch, m, 0, 0, NULL, 0, true);
 		ch->cur_seq = 0;
 	}
@@ -265,11 +225,12 @@ static int do_read(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg 
 {
 	struct kinet_mr_ref ref;
 	uint32_t off = 0;
+	int synd = kinet_resp_check(rs->ctx, m->opcode, m->rkey, m->raddr, m->length, &ref);
 
-	if (kinet_mr_lookup(rs->ctx, m->rkey, m->raddr, m->length, KINET_ACCESS_REMOTE_READ, &ref))
-		return refuse(rs, ch, m, KINET_SYND_REMOTE_ACCESS_ERR), H_DONE;
+	if (synd)
+		return refuse(rs, ch, m, (uint8_t)synd), H_DONE;
 	if (ipc_dst) {
-		if (rp_copy_sync(thread0(rs), ipc_dst, KINET_MEM_CUDA, ref.ptr, ref.type, m->length))
+		if (kinet_resp_copy_sync(thread0(rs), ipc_dst, KINET_MEM_CUDA, ref.ptr, ref.type, m->length))
 			return refuse(rs, ch, m, KINET_SYND_REMOTE_OP_ERR), H_DONE;
 		respond(rs, ch, m, 0, 0, NULL, 0, true);
 		return H_DONE;
@@ -279,7 +240,7 @@ static int do_read(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg 
 		const uint8_t *src = (const uint8_t *)ref.ptr + off;
 
 		if (ref.type != KINET_MEM_HOST) {
-			if (rp_copy_sync(thread0(rs), rs->stage, KINET_MEM_HOST, src, ref.type, n))
+			if (kinet_resp_copy_sync(thread0(rs), rs->stage, KINET_MEM_HOST, src, ref.type, n))
 				return refuse(rs, ch, m, KINET_SYND_REMOTE_OP_ERR), H_DONE;
 			src = rs->stage;
 		}
@@ -293,38 +254,13 @@ static int do_atomic(struct rp_state *rs, struct rp_chan *ch, const struct rp_ms
 {
 	struct kinet_mr_ref ref;
 	uint64_t old;
+	int synd = kinet_resp_check(rs->ctx, m->opcode, m->rkey, m->raddr, 8, &ref);
 
-	if (m->raddr & 7)
-		return refuse(rs, ch, m, KINET_SYND_REMOTE_INVAL_REQ_ERR), H_DONE;
-	if (kinet_mr_lookup(rs->ctx, m->rkey, m->raddr, 8, KINET_ACCESS_REMOTE_ATOMIC, &ref))
-		return refuse(rs, ch, m, KINET_SYND_REMOTE_ACCESS_ERR), H_DONE;
-	if (ref.type == KINET_MEM_HOST) {
-		uint64_t *p = ref.ptr;
-
-		if (m->opcode == KINET_WQE_OP_ATOMIC_FA) {
-			old = __atomic_fetch_add(p, m->swap_add, __ATOMIC_SEQ_CST);
-		} else {
-			old = m->compare;
-			__atomic_compare_exchange_n(p, &old, m->swap_add, false, __ATOMIC_SEQ_CST,
-						    __ATOMIC_SEQ_CST);
-		}
-	} else {
-		/* GPU memory: serialised with every other kinet atomic on
-		 * this context by atomic_lock (local transport included). */
-		uint64_t val;
-		int rc;
-
-		pthread_mutex_lock(&rs->ctx->atomic_lock);
-		rc = rp_copy_sync(thread0(rs), &old, KINET_MEM_HOST, ref.ptr, ref.type, 8);
-		val = m->opcode == KINET_WQE_OP_ATOMIC_FA ? old + m->swap_add
-		      : old == m->compare		  ? m->swap_add
-							  : old;
-		if (!rc)
-			rc = rp_copy_sync(thread0(rs), ref.ptr, ref.type, &val, KINET_MEM_HOST, 8);
-		pthread_mutex_unlock(&rs->ctx->atomic_lock);
-		if (rc)
-			return refuse(rs, ch, m, KINET_SYND_REMOTE_OP_ERR), H_DONE;
-	}
+	if (!synd)
+		synd = kinet_resp_atomic(thread0(rs), rs->ctx, &ref, m->opcode, m->swap_add, m->compare,
+					 &old);
+	if (synd)
+		return refuse(rs, ch, m, (uint8_t)synd), H_DONE;
 	respond(rs, ch, m, 0, 0, &old, 8, true);
 	return H_DONE;
 }

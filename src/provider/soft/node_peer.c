@@ -37,7 +37,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/engine.h"
+#include "engine.h"
 #include "remote.h"
 
 #define PEER_CHECK_NS (20ull * 1000000ull)
@@ -59,8 +59,8 @@ static void msg_init(struct rp_msg *m, const struct rp_state *rs, uint8_t type, 
 
 int rp_peer_hello(struct kinet_qp *qp)
 {
-	struct rp_state *rs = qp->ctx->remote;
-	struct rp_qp *p = qp->transport_priv;
+	struct rp_state *rs = kinet_sctx(qp->ctx)->remote;
+	struct rp_qp *p = kinet_sqp(qp)->transport_priv;
 	struct rp_msg m;
 
 	if (!rs || !p)
@@ -194,10 +194,10 @@ static void window_of(const struct kinet_mr *mr, struct rp_peer_window *pw)
 	pw->access = mr->access;
 	pw->type = (int32_t)mr->type;
 	pw->cuda_device = mr->cuda_device;
-	if (mr->type == KINET_MEM_CUDA && mr->ipc_state > 0) {
-		memcpy(pw->handle, mr->ipc_handle, sizeof(pw->handle));
-		pw->alloc_base = mr->ipc_base;
-		pw->alloc_size = mr->ipc_size;
+	if (mr->type == KINET_MEM_CUDA && kinet_smr(mr)->ipc_state > 0) {
+		memcpy(pw->handle, kinet_smr(mr)->ipc_handle, sizeof(pw->handle));
+		pw->alloc_base = kinet_smr(mr)->ipc_base;
+		pw->alloc_size = kinet_smr(mr)->ipc_size;
 	}
 }
 
@@ -328,7 +328,7 @@ static void wait_acks(struct rp_state *rs, struct pending *w, size_t n, const ch
 /* Sends the change to the matching live subscribers and waits for them. */
 static void publish(struct kinet_ctx *ctx, struct kinet_mr *mr, bool add, struct kinet_qp *qp)
 {
-	struct rp_state *rs = ctx->remote;
+	struct rp_state *rs = kinet_sctx(ctx)->remote;
 	struct pending *w = NULL;
 	size_t n = 0, cap = 0;
 

@@ -1,5 +1,5 @@
 /*
- * Carriers move the messages of the remote protocol (src/transport/remote.c)
+ * Carriers move the messages of the remote protocol (remote.c)
  * between the engines of two processes: `node` over shared memory on one
  * host, `ofi` over libfabric RDM endpoints between hosts.  A carrier is
  * reliable and keeps order per pair of endpoints; it knows nothing of QPs,
@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "internal.h"
+#include "soft.h"
 
 /* Largest message a carrier must carry (protocol header included); the
  * protocol splits larger transfers. */

@@ -21,13 +21,13 @@
  * cannot be right. */
 static int db_extend16(const struct kinet_qp *qp, uint16_t v, uint64_t *pi)
 {
-	int16_t d = (int16_t)(uint16_t)(v - (uint16_t)qp->sq_ci);
+	int16_t d = (int16_t)(uint16_t)(v - (uint16_t)kinet_sqp(qp)->sq_ci);
 
 	if (d < 0)
 		return 1;
 	if ((uint32_t)d > qp->sq_bbs)
 		return -1;
-	*pi = qp->sq_ci + (uint64_t)d;
+	*pi = kinet_sqp(qp)->sq_ci + (uint64_t)d;
 	return 0;
 }
 
@@ -52,13 +52,14 @@ static int db_value_pi(const struct kinet_qp *qp, uint64_t v, uint64_t *pi)
  * engine may see it on every pass), counted. */
 static void db_bad(struct kinet_qp *qp, const char *what, uint64_t v)
 {
-	if (v == qp->db_bad_value && qp->db_bad)
+	if (v == kinet_sqp(qp)->db_bad_value && kinet_sqp(qp)->db_bad)
 		return;
-	qp->db_bad_value = v;
-	if (!qp->db_bad++)
+	kinet_sqp(qp)->db_bad_value = v;
+	if (!kinet_sqp(qp)->db_bad++)
 		KINET_WARN("QP %u: bad %s 0x%016llx (execution at %llu, ring of %u); ignored, further bad "
 			   "doorbells of this QP are only counted",
-			   qp->qpn, what, (unsigned long long)v, (unsigned long long)qp->sq_ci, qp->sq_bbs);
+			   qp->qpn, what, (unsigned long long)v, (unsigned long long)kinet_sqp(qp)->sq_ci,
+			   qp->sq_bbs);
 }
 
 /* BlueFlame: a copy of a WQE (ds > 0) should be the WQE the ring holds at
@@ -79,18 +80,18 @@ static void check_bf_copy(struct kinet_qp *qp, const volatile uint8_t *window, u
 	uint16_t idx = kinet_wqe_ctrl_index(ctrl);
 	const uint8_t *bb = qp->sq + (size_t)(idx & (qp->sq_bbs - 1)) * KINET_WQE_BB_SIZE;
 	if (memcmp(bb, copy, sizeof(copy)))
-		qp->bf_mismatch++;
+		kinet_sqp(qp)->bf_mismatch++;
 }
 
 static uint64_t read_cpu(struct kinet_qp *qp)
 {
 	uint64_t pi = atomic_load_explicit(qp->db_cpu, memory_order_acquire);
 
-	if (pi <= qp->sq_seen_pi)
-		return qp->sq_seen_pi;
-	if (pi - qp->sq_ci > qp->sq_bbs) {
+	if (pi <= kinet_sqp(qp)->sq_seen_pi)
+		return kinet_sqp(qp)->sq_seen_pi;
+	if (pi - kinet_sqp(qp)->sq_ci > qp->sq_bbs) {
 		db_bad(qp, "producer index", pi);
-		return qp->sq_seen_pi;
+		return kinet_sqp(qp)->sq_seen_pi;
 	}
 	return pi;
 }
@@ -98,7 +99,7 @@ static uint64_t read_cpu(struct kinet_qp *qp)
 static uint64_t read_uar(struct kinet_qp *qp)
 {
 	_Atomic uint64_t *db = (_Atomic uint64_t *)(void *)(qp->uar + KINET_UAR_DB_OFFSET);
-	uint64_t pi = qp->sq_seen_pi, p, v;
+	uint64_t pi = kinet_sqp(qp)->sq_seen_pi, p, v;
 	uint32_t rec;
 	int rc;
 
@@ -124,6 +125,6 @@ static uint64_t read_uar(struct kinet_qp *qp)
 
 uint64_t kinet_engine_read_pi(struct kinet_qp *qp)
 {
-	qp->sq_seen_pi = qp->db_mode == KINET_DB_CPU ? read_cpu(qp) : read_uar(qp);
-	return qp->sq_seen_pi;
+	kinet_sqp(qp)->sq_seen_pi = qp->db_mode == KINET_DB_CPU ? read_cpu(qp) : read_uar(qp);
+	return kinet_sqp(qp)->sq_seen_pi;
 }

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
+#include "responder.h"
 
 /* Connected QPs of the process by QP number: a small open hash of chains,
  * read-locked by every look-up. */
@@ -125,20 +125,20 @@ static void fail(struct kinet_exec_result *res, uint8_t syndrome)
 	res->syndrome = syndrome;
 }
 
+static void rnr(struct kinet_exec_result *res)
+{
+	res->status = KINET_EXEC_RETRY;
+	res->syndrome = KINET_SYND_RNR_RETRY_EXC_ERR;
+}
+
+/* The responder CQE, written by the engine once the data is placed. */
 static void responder_cqe(struct kinet_exec_result *res, struct kinet_qp *target, uint8_t opcode,
-			  uint16_t index, uint32_t len, uint32_t imm_be, uint8_t syndrome)
+			  uint16_t index, uint32_t len, uint32_t imm_be)
 {
 	kinet_qp_get(target);
 	res->resp_qp = target;
 	res->resp_cq = target->attr.recv_cq;
-	res->resp_cqe = (struct kinet_cqe_desc){
-		.cqe_opcode = opcode,
-		.syndrome = syndrome,
-		.wqe_counter = index,
-		.qpn = target->qpn,
-		.byte_cnt = len,
-		.imm_be = imm_be,
-	};
+	res->resp_cqe = kinet_resp_cqe(target, opcode, index, len, imm_be, 0);
 }
 
 static void finish(struct kinet_exec_result *res, int rc)
@@ -155,31 +155,19 @@ static void exec_write(struct kinet_engine_thread *t, struct kinet_op *op, struc
 	struct kinet_mr_ref ref;
 	bool imm = op->opcode == KINET_WQE_OP_RDMA_WRITE_IMM;
 	uint16_t index = 0;
+	int synd = kinet_resp_check(target->ctx, op->opcode, op->rkey, op->raddr, op->length, &ref);
 
-	if (kinet_mr_lookup(target->ctx, op->rkey, op->raddr, op->length, KINET_ACCESS_REMOTE_WRITE, &ref))
-		return fail(res, KINET_SYND_REMOTE_ACCESS_ERR);
+	if (synd)
+		return fail(res, (uint8_t)synd);
 	if (op->after_pending && any_sync_copy(op, ref.type)) {
 		res->status = KINET_EXEC_BUSY;
 		return;
 	}
-	if (imm) {
-		if (!target->rq)
-			return fail(res, KINET_SYND_REMOTE_INVAL_REQ_ERR);
-		/* The write and the receive WQE it consumes are one message:
-		 * without a receive, nothing is placed (RNR). */
-		pthread_mutex_lock(&target->rq_lock);
-		if (!kinet_qp_rq_peek(target, &index)) {
-			pthread_mutex_unlock(&target->rq_lock);
-			res->status = KINET_EXEC_RETRY;
-			res->syndrome = KINET_SYND_RNR_RETRY_EXC_ERR;
-			return;
-		}
-		kinet_qp_rq_consume(target);
-		pthread_mutex_unlock(&target->rq_lock);
-	}
+	if (imm && (synd = kinet_resp_take_recv_imm(target, &index)))
+		return synd == KINET_RESP_RNR ? rnr(res) : fail(res, (uint8_t)synd);
 	int rc = copy_sges(t, op, ref.ptr, ref.type, true);
 	if (imm)
-		responder_cqe(res, target, KINET_CQE_RESP_WR_IMM, index, op->length, op->imm_be, 0);
+		responder_cqe(res, target, KINET_CQE_RESP_WR_IMM, index, op->length, op->imm_be);
 	finish(res, rc);
 }
 
@@ -187,9 +175,10 @@ static void exec_read(struct kinet_engine_thread *t, struct kinet_op *op, struct
 		      struct kinet_exec_result *res)
 {
 	struct kinet_mr_ref ref;
+	int synd = kinet_resp_check(target->ctx, op->opcode, op->rkey, op->raddr, op->length, &ref);
 
-	if (kinet_mr_lookup(target->ctx, op->rkey, op->raddr, op->length, KINET_ACCESS_REMOTE_READ, &ref))
-		return fail(res, KINET_SYND_REMOTE_ACCESS_ERR);
+	if (synd)
+		return fail(res, (uint8_t)synd);
 	if (op->after_pending && any_sync_copy(op, ref.type)) {
 		res->status = KINET_EXEC_BUSY;
 		return;
@@ -198,89 +187,66 @@ static void exec_read(struct kinet_engine_thread *t, struct kinet_op *op, struct
 	finish(res, copy_sges(t, op, ref.ptr, ref.type, false));
 }
 
+/* Places len bytes of the op's data from byte src_off on into the receive
+ * WQE's scatter list at the same offset. */
+static int scatter(struct kinet_engine_thread *t, const struct kinet_resp_recv *rv, uint32_t src_off,
+		   const uint8_t *src, enum kinet_mem_type stype, uint32_t len)
+{
+	const struct kinet_sgl_entry *g;
+	struct kinet_sgl_iter it;
+	uint32_t in, take;
+	int async = 0;
+
+	kinet_sgl_iter_init(&it, rv->dst, rv->ndst, src_off, len);
+	while (kinet_sgl_iter_next(&it, &g, &in, &take)) {
+		int rc = kinet_engine_copy(t, g->ptr + in, g->type, src, stype, take);
+
+		if (rc < 0)
+			return rc;
+		async |= rc;
+		src += take;
+	}
+	return async;
+}
+
 /* Scatters a send into the target's next receive WQE. */
 static void exec_send(struct kinet_engine_thread *t, struct kinet_op *op, struct kinet_qp *target,
 		      struct kinet_exec_result *res)
 {
 	bool imm = op->opcode == KINET_WQE_OP_SEND_IMM;
-	struct kinet_mr_ref dst[KINET_MAX_SGE];
-	uint32_t dst_len[KINET_MAX_SGE];
-	int ndst = 0;
-	uint16_t index;
+	struct kinet_resp_recv rv;
 	bool sync = false;
+	int synd = kinet_resp_recv_peek(target, op->length, &rv);
 
-	if (!target->rq)
-		return fail(res, KINET_SYND_REMOTE_INVAL_REQ_ERR);
-	pthread_mutex_lock(&target->rq_lock);
-	const struct kinet_wqe_data_seg *seg = kinet_qp_rq_peek(target, &index);
-	if (!seg) {
-		pthread_mutex_unlock(&target->rq_lock);
-		res->status = KINET_EXEC_RETRY;
-		res->syndrome = KINET_SYND_RNR_RETRY_EXC_ERR;
-		return;
-	}
-	uint8_t resp_synd = kinet_qp_rq_resolve(target, seg, op->length, dst, dst_len, &ndst);
-	for (int i = 0; i < ndst; i++)
-		sync |= dst[i].type == KINET_MEM_HOST && dst_len[i] && any_sync_copy(op, KINET_MEM_HOST);
-	if (!resp_synd && op->after_pending && sync) {
-		pthread_mutex_unlock(&target->rq_lock);
+	if (synd)
+		return synd == KINET_RESP_RNR ? rnr(res) : fail(res, (uint8_t)synd);
+	for (int i = 0; i < rv.ndst; i++)
+		sync |= rv.dst[i].type == KINET_MEM_HOST && rv.dst[i].len &&
+			any_sync_copy(op, KINET_MEM_HOST);
+	if (!rv.syndrome && op->after_pending && sync) {
+		kinet_resp_recv_leave(target);
 		res->status = KINET_EXEC_BUSY;
 		return;
 	}
-	kinet_qp_rq_consume(target);
-	pthread_mutex_unlock(&target->rq_lock);
-
-	if (resp_synd) {
-		/* The responder's receive fails and its QP enters the error
-		 * state; the requester learns the request was refused. */
-		responder_cqe(res, target, KINET_CQE_RESP_ERR, index, 0, 0, resp_synd);
-		kinet_engine_complete(target, target->attr.recv_cq, &res->resp_cqe);
-		kinet_qp_to_error(target, "receive failed");
-		kinet_qp_put(target);
-		res->resp_qp = NULL;
-		return fail(res, kinet_recv_requester_syndrome(resp_synd));
-	}
+	if ((synd = kinet_resp_recv_take(target, &rv)))
+		return fail(res, (uint8_t)synd);
 
 	/* Gather from the op, scatter into the receive SGEs, piecewise. */
 	int async = 0, rc = 0;
-	uint64_t src_off = 0;
-	int si = 0;
-	uint64_t si_off = 0;
-	for (int d = 0; d < ndst && src_off < op->length; d++) {
-		uint64_t d_off = 0;
-		while (d_off < dst_len[d] && src_off < op->length) {
-			const uint8_t *src;
-			enum kinet_mem_type stype;
-			uint64_t avail;
+	if (op->inline_data) {
+		rc = scatter(t, &rv, 0, op->inline_data, KINET_MEM_HOST, op->length);
+	} else {
+		uint32_t off = 0;
 
-			if (op->inline_data) {
-				src = op->inline_data + src_off;
-				stype = KINET_MEM_HOST;
-				avail = op->length - src_off;
-			} else {
-				while (si_off == op->sge_len[si]) {
-					si++;
-					si_off = 0;
-				}
-				src = (const uint8_t *)op->sge[si].ptr + si_off;
-				stype = op->sge[si].type;
-				avail = op->sge_len[si] - si_off;
-			}
-			uint64_t n = dst_len[d] - d_off < avail ? dst_len[d] - d_off : avail;
-			rc = kinet_engine_copy(t, (uint8_t *)dst[d].ptr + d_off, dst[d].type, src, stype, n);
-			if (rc < 0)
-				break;
-			async |= rc;
-			d_off += n;
-			src_off += n;
-			si_off += n;
+		for (int i = 0; i < op->nsge && rc >= 0; i++) {
+			rc = scatter(t, &rv, off, op->sge[i].ptr, op->sge[i].type, op->sge_len[i]);
+			async |= rc > 0;
+			off += op->sge_len[i];
 		}
-		if (rc < 0)
-			break;
 	}
-	responder_cqe(res, target, imm ? KINET_CQE_RESP_SEND_IMM : KINET_CQE_RESP_SEND, index, op->length,
-		      op->imm_be, 0);
-	finish(res, rc < 0 ? rc : async);
+	responder_cqe(res, target, imm ? KINET_CQE_RESP_SEND_IMM : KINET_CQE_RESP_SEND, rv.index, op->length,
+		      op->imm_be);
+	finish(res, rc < 0 ? rc : async | (rc > 0));
 }
 
 static void exec_atomic(struct kinet_engine_thread *t, struct kinet_op *op, struct kinet_qp *target,
@@ -288,48 +254,18 @@ static void exec_atomic(struct kinet_engine_thread *t, struct kinet_op *op, stru
 {
 	struct kinet_mr_ref ref;
 	uint64_t old;
+	int synd = kinet_resp_check(target->ctx, op->opcode, op->rkey, op->raddr, 8, &ref);
 
-	if (op->raddr & 7)
-		return fail(res, KINET_SYND_REMOTE_INVAL_REQ_ERR);
-	if (kinet_mr_lookup(target->ctx, op->rkey, op->raddr, 8, KINET_ACCESS_REMOTE_ATOMIC, &ref))
-		return fail(res, KINET_SYND_REMOTE_ACCESS_ERR);
+	if (synd)
+		return fail(res, (uint8_t)synd);
 	/* Atomics complete synchronously: after everything before them. */
 	if (op->after_pending) {
 		res->status = KINET_EXEC_BUSY;
 		return;
 	}
-	if (ref.type == KINET_MEM_HOST) {
-		uint64_t *p = ref.ptr;
-
-		if (op->opcode == KINET_WQE_OP_ATOMIC_FA) {
-			old = __atomic_fetch_add(p, op->swap_add, __ATOMIC_SEQ_CST);
-		} else {
-			old = op->compare;
-			__atomic_compare_exchange_n(p, &old, op->swap_add, false, __ATOMIC_SEQ_CST,
-						    __ATOMIC_SEQ_CST);
-		}
-	} else {
-		/* GPU memory: read-modify-write through the copy engine,
-		 * serialised per target context so kinet atomics on it are
-		 * atomic with respect to each other. */
-		int rc;
-
-		pthread_mutex_lock(&target->ctx->atomic_lock);
-		rc = kinet_engine_copy(t, &old, KINET_MEM_HOST, ref.ptr, ref.type, 8);
-		if (rc >= 0)
-			rc = kinet_engine_copy_sync(t);
-		if (rc >= 0) {
-			uint64_t val = op->opcode == KINET_WQE_OP_ATOMIC_FA ? old + op->swap_add
-				       : old == op->compare		    ? op->swap_add
-									    : old;
-			rc = kinet_engine_copy(t, ref.ptr, ref.type, &val, KINET_MEM_HOST, 8);
-			if (rc >= 0)
-				rc = kinet_engine_copy_sync(t);
-		}
-		pthread_mutex_unlock(&target->ctx->atomic_lock);
-		if (rc < 0)
-			return fail(res, KINET_SYND_REMOTE_OP_ERR);
-	}
+	synd = kinet_resp_atomic(t, target->ctx, &ref, op->opcode, op->swap_add, op->compare, &old);
+	if (synd)
+		return fail(res, (uint8_t)synd);
 	/* The old value lands as one 8-byte write when it can, as a NIC's
 	 * does: results that nobody reads (a signal's) often share one word,
 	 * which several engine threads may write at once. */
@@ -348,21 +284,21 @@ static void exec_atomic(struct kinet_engine_thread *t, struct kinet_op *op, stru
 /* Ends a batch: drops the target looked up for it (see batch_target). */
 static void local_batch_end(struct kinet_qp *qp)
 {
-	struct kinet_qp *target = qp->transport_priv;
+	struct kinet_qp *target = kinet_sqp(qp)->transport_priv;
 
 	if (!target)
 		return;
 	if (target->ctx != qp->ctx)
 		kinet_mr_table_unlock(target->ctx);
 	target_put(target);
-	qp->transport_priv = NULL;
+	kinet_sqp(qp)->transport_priv = NULL;
 }
 
 /* The target for the current batch: looked up (and its registration table
  * read-locked) once per batch of WQEs, not per WQE. */
 static struct kinet_qp *batch_target(struct kinet_qp *qp)
 {
-	struct kinet_qp *target = qp->transport_priv;
+	struct kinet_qp *target = kinet_sqp(qp)->transport_priv;
 
 	if (!target) {
 		target = target_get(qp);
@@ -370,7 +306,7 @@ static struct kinet_qp *batch_target(struct kinet_qp *qp)
 			return NULL;
 		if (target->ctx != qp->ctx)
 			kinet_mr_table_rdlock(target->ctx);
-		qp->transport_priv = target;
+		kinet_sqp(qp)->transport_priv = target;
 	}
 	return target;
 }

@@ -192,12 +192,12 @@ int kinet_pending_push(struct kinet_engine_thread *t, struct kinet_qp *qp, struc
 	p->sealed = false;
 	p->event = NULL;
 	p->next = NULL;
-	if (qp->pending_tail)
-		qp->pending_tail->next = p;
+	if (kinet_sqp(qp)->pending_tail)
+		kinet_sqp(qp)->pending_tail->next = p;
 	else
-		qp->pending_head = p;
-	qp->pending_tail = p;
-	qp->npending++;
+		kinet_sqp(qp)->pending_head = p;
+	kinet_sqp(qp)->pending_tail = p;
+	kinet_sqp(qp)->npending++;
 	return 0;
 }
 
@@ -206,7 +206,7 @@ void kinet_pending_seal(struct kinet_engine_thread *t, struct kinet_qp *qp)
 	struct kinet_pending *last = NULL;
 	void *ev;
 
-	for (struct kinet_pending *p = qp->pending_head; p; p = p->next)
+	for (struct kinet_pending *p = kinet_sqp(qp)->pending_head; p; p = p->next)
 		if (p->by_copy && !p->sealed)
 			last = p;
 	if (!last)
@@ -219,7 +219,7 @@ void kinet_pending_seal(struct kinet_engine_thread *t, struct kinet_qp *qp)
 	if (!ev)
 		kinet_engine_copy_sync(t); /* no event: the copies are done now */
 	last->event = ev;
-	for (struct kinet_pending *p = qp->pending_head; p; p = p->next)
+	for (struct kinet_pending *p = kinet_sqp(qp)->pending_head; p; p = p->next)
 		if (p->by_copy)
 			p->sealed = true;
 }
@@ -237,10 +237,10 @@ static bool copies_done(const struct kinet_pending *p)
 
 static void pending_pop(struct kinet_engine_thread *t, struct kinet_qp *qp, struct kinet_pending *p)
 {
-	qp->pending_head = p->next;
-	if (!qp->pending_head)
-		qp->pending_tail = NULL;
-	qp->npending--;
+	kinet_sqp(qp)->pending_head = p->next;
+	if (!kinet_sqp(qp)->pending_head)
+		kinet_sqp(qp)->pending_tail = NULL;
+	kinet_sqp(qp)->npending--;
 	if (p->event)
 		event_put(t, p->event);
 	free(p);
@@ -251,10 +251,11 @@ int kinet_pending_reap(struct kinet_engine_thread *t, struct kinet_qp *qp)
 	int done = 0;
 	struct kinet_pending *p;
 
-	while ((p = qp->pending_head)) {
+	while ((p = kinet_sqp(qp)->pending_head)) {
 		uint8_t syndrome = 0;
 
-		if (p->by_copy ? !copies_done(p) : !qp->transport->op_done(qp, p->token, &syndrome))
+		if (p->by_copy ? !copies_done(p)
+			       : !kinet_sqp(qp)->transport->op_done(qp, p->token, &syndrome))
 			break;
 		if (syndrome || atomic_load(&qp->state) == KINET_QPS_ERR) {
 			/* The first failure is reported with its syndrome;
@@ -290,7 +291,7 @@ void kinet_pending_drop_all(struct kinet_engine_thread *t, struct kinet_qp *qp)
 {
 	struct kinet_pending *p;
 
-	while ((p = qp->pending_head)) {
+	while ((p = kinet_sqp(qp)->pending_head)) {
 		if (p->resp_qp)
 			kinet_qp_put(p->resp_qp);
 		pending_pop(t, qp, p);

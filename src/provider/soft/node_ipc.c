@@ -43,10 +43,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
+#include "engine.h"
 #include "remote.h"
 
-_Static_assert(sizeof(((struct kinet_mr *)0)->ipc_handle) == RP_IPC_HANDLE_BYTES, "IPC handle size");
+_Static_assert(sizeof(((struct kinet_soft_mr *)0)->ipc_handle) == RP_IPC_HANDLE_BYTES, "IPC handle size");
 
 static bool ipc_enabled(struct rp_state *rs)
 {
@@ -101,9 +101,9 @@ bool rp_ipc_export(struct kinet_mr *mr)
 	uint64_t base, size;
 	cudaError_t e;
 
-	if (mr->ipc_state)
-		return mr->ipc_state > 0;
-	mr->ipc_state = -1;
+	if (kinet_smr(mr)->ipc_state)
+		return kinet_smr(mr)->ipc_state > 0;
+	kinet_smr(mr)->ipc_state = -1;
 	if (alloc_range((const void *)(uintptr_t)mr->addr, &base, &size) || mr->addr < base ||
 	    mr->addr - base > size || mr->length > size - (mr->addr - base)) {
 		KINET_DBG("mr %#x: no single CUDA allocation holds it: staged", mr->key);
@@ -115,10 +115,10 @@ bool rp_ipc_export(struct kinet_mr *mr)
 		KINET_DBG("mr %#x: cudaIpcGetMemHandle: %s: staged", mr->key, cudaGetErrorString(e));
 		return false;
 	}
-	memcpy(mr->ipc_handle, &h, sizeof(h));
-	mr->ipc_base = base;
-	mr->ipc_size = size;
-	mr->ipc_state = 1;
+	memcpy(kinet_smr(mr)->ipc_handle, &h, sizeof(h));
+	kinet_smr(mr)->ipc_base = base;
+	kinet_smr(mr)->ipc_size = size;
+	kinet_smr(mr)->ipc_state = 1;
 	return true;
 }
 
@@ -221,8 +221,8 @@ static void probe(struct rp_qp *p, const struct kinet_mr *mr)
 	if (!e)
 		return;
 	memset(&ipc, 0, sizeof(ipc));
-	memcpy(ipc.handle, mr->ipc_handle, sizeof(ipc.handle));
-	ipc.size = mr->ipc_size;
+	memcpy(ipc.handle, kinet_smr(mr)->ipc_handle, sizeof(ipc.handle));
+	ipc.size = kinet_smr(mr)->ipc_size;
 	memset(&m, 0, sizeof(m));
 	m.magic = RP_MAGIC;
 	m.version = RP_VERSION;
@@ -236,7 +236,7 @@ static void probe(struct rp_qp *p, const struct kinet_mr *mr)
 		free(e);
 		return;
 	}
-	memcpy(e->handle, mr->ipc_handle, sizeof(e->handle));
+	memcpy(e->handle, kinet_smr(mr)->ipc_handle, sizeof(e->handle));
 	e->state = RP_IPC_PROBING;
 	e->next = p->ipc;
 	p->ipc = e;
@@ -261,7 +261,7 @@ bool rp_ipc_prepare(struct rp_state *rs, struct rp_qp *p, const struct kinet_op 
 	    g->type != KINET_MEM_CUDA || !ipc_enabled(rs) || !rp_ipc_export(g->mr))
 		return false;
 	for (e = p->ipc; e; e = e->next)
-		if (!memcmp(e->handle, g->mr->ipc_handle, sizeof(e->handle)))
+		if (!memcmp(e->handle, kinet_smr(g->mr)->ipc_handle, sizeof(e->handle)))
 			break;
 	if (!e) {
 		probe(p, g->mr);
@@ -269,9 +269,9 @@ bool rp_ipc_prepare(struct rp_state *rs, struct rp_qp *p, const struct kinet_op 
 	}
 	if (e->state != RP_IPC_YES)
 		return false;
-	memcpy(ipc->handle, g->mr->ipc_handle, sizeof(ipc->handle));
-	ipc->offset = (uint64_t)(uintptr_t)g->ptr - g->mr->ipc_base;
-	ipc->size = g->mr->ipc_size;
+	memcpy(ipc->handle, kinet_smr(g->mr)->ipc_handle, sizeof(ipc->handle));
+	ipc->offset = (uint64_t)(uintptr_t)g->ptr - kinet_smr(g->mr)->ipc_base;
+	ipc->size = kinet_smr(g->mr)->ipc_size;
 	return true;
 }
 
@@ -316,7 +316,7 @@ void rp_ipc_qp_free(struct rp_qp *p)
  * an allocation is mapped once, whoever names it. */
 struct rp_ipc_map *rp_ipc_map_get(struct rp_state *rs, uint64_t src_node, const struct rp_ipc *ipc)
 {
-	struct kinet_engine_thread *t0 = &rs->ctx->engine->threads[0];
+	struct kinet_engine_thread *t0 = &kinet_sctx(rs->ctx)->engine->threads[0];
 	struct rp_ipc_map *m;
 	const char *why = NULL;
 	uint8_t *base = NULL;

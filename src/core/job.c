@@ -1,13 +1,13 @@
 /*
  * The job this process belongs to, as far as anything says: the launcher's
  * variables (the same launchers as kinet_boot_init) or a kinet_boot that
- * joined.  Carriers (src/transport/remote.c) open only in a job of several
+ * joined.  Carriers (src/provider/soft/remote.c) open only in a job of several
  * ranks; the engine idles without spinning when the ranks of this host
- * would oversubscribe its cores (src/engine/pollers.c).
+ * would oversubscribe its cores (src/core/pollers.c).
  */
 #include <stdlib.h>
 
-#include "boot_internal.h"
+#include "internal.h"
 
 static atomic_int joined_nranks;
 

@@ -69,7 +69,7 @@ static void *engine_main(void *arg)
 			/* Acquire: pairs with the release that publishes the
 			 * remote state with the hook (rp_state_get). */
 			int (*progress)(struct kinet_ctx *) =
-				__atomic_load_n(&t->ctx->remote_progress, __ATOMIC_ACQUIRE);
+				__atomic_load_n(&kinet_sctx(t->ctx)->remote_progress, __ATOMIC_ACQUIRE);
 			if (progress)
 				work += progress(t->ctx);
 		}
@@ -124,7 +124,7 @@ int kinet_engine_start(struct kinet_ctx *ctx, int nthreads)
 		free(e);
 		return -ENOMEM;
 	}
-	ctx->engine = e;
+	kinet_sctx(ctx)->engine = e;
 	for (int i = 0; i < nthreads; i++) {
 		struct kinet_engine_thread *t = &e->threads[i];
 
@@ -148,7 +148,7 @@ int kinet_engine_start(struct kinet_ctx *ctx, int nthreads)
 
 void kinet_engine_stop(struct kinet_ctx *ctx)
 {
-	struct kinet_engine *e = ctx->engine;
+	struct kinet_engine *e = kinet_sctx(ctx)->engine;
 
 	if (!e)
 		return;
@@ -169,7 +169,7 @@ void kinet_engine_stop(struct kinet_ctx *ctx)
 		struct kinet_engine_thread *t = &e->threads[i];
 
 		for (int j = 0; j < t->nqps; j++) {
-			t->qps[j]->owner = NULL;
+			kinet_sqp(t->qps[j])->owner = NULL;
 			kinet_engine_drain_qp(t, t->qps[j]);
 		}
 		kinet_engine_thread_cuda_fini(t);
@@ -180,12 +180,12 @@ void kinet_engine_stop(struct kinet_ctx *ctx)
 	}
 	free(e->threads);
 	free(e);
-	ctx->engine = NULL;
+	kinet_sctx(ctx)->engine = NULL;
 }
 
 void kinet_engine_add_qp(struct kinet_ctx *ctx, struct kinet_qp *qp)
 {
-	struct kinet_engine *e = ctx->engine;
+	struct kinet_engine *e = kinet_sctx(ctx)->engine;
 	unsigned idx = atomic_fetch_add(&e->next_thread, 1) % (unsigned)e->nthreads;
 	struct kinet_engine_thread *t = &e->threads[idx];
 
@@ -206,13 +206,13 @@ void kinet_engine_add_qp(struct kinet_ctx *ctx, struct kinet_qp *qp)
 		t->cap = cap;
 	}
 	t->qps[t->nqps++] = qp;
-	qp->owner = t;
+	kinet_sqp(qp)->owner = t;
 	pthread_mutex_unlock(&t->lock);
 }
 
 void kinet_engine_remove_qp(struct kinet_ctx *ctx, struct kinet_qp *qp)
 {
-	struct kinet_engine_thread *t = qp->owner;
+	struct kinet_engine_thread *t = kinet_sqp(qp)->owner;
 
 	(void)ctx;
 	if (!t)
@@ -226,13 +226,13 @@ void kinet_engine_remove_qp(struct kinet_ctx *ctx, struct kinet_qp *qp)
 		}
 	}
 	kinet_engine_drain_qp(t, qp);
-	qp->owner = NULL;
+	kinet_sqp(qp)->owner = NULL;
 	pthread_mutex_unlock(&t->lock);
 }
 
 void kinet_engine_kick(struct kinet_qp *qp)
 {
-	struct kinet_engine_thread *t = qp->owner;
+	struct kinet_engine_thread *t = kinet_sqp(qp)->owner;
 
 	if (!t)
 		return;
@@ -246,7 +246,7 @@ void kinet_engine_kick(struct kinet_qp *qp)
 
 void kinet_engine_pause(struct kinet_ctx *ctx, bool paused)
 {
-	struct kinet_engine *e = ctx->engine;
+	struct kinet_engine *e = kinet_sctx(ctx)->engine;
 
 	if (!e)
 		return;

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Checks the layering of src/: the folders' include graph (and, given a
+build directory, their call graph from the library's object files) has no
+cycle, and core (src/core) includes or calls nothing of a provider
+(src/provider/*): it reaches providers only through src/core/provider.h.
+
+  scripts/check-layers.py [--root DIR] [--objects BUILD_DIR] [--graph]
+
+Exits 1 on a violation; --graph prints the folder edges."""
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+ap.add_argument("--objects", help="build directory whose library objects give the call graph")
+ap.add_argument("--graph", action="store_true")
+args = ap.parse_args()
+root = os.path.abspath(args.root)
+src = os.path.join(root, "src")
+
+files = []
+for d, _, names in os.walk(src):
+    files += [os.path.join(d, n) for n in names if n.endswith((".c", ".h"))]
+search = [src, os.path.join(src, "core")] + sorted(
+    os.path.join(src, "provider", p) for p in os.listdir(os.path.join(src, "provider"))
+) if os.path.isdir(os.path.join(src, "provider")) else [src, os.path.join(src, "core")]
+
+
+def folder(path):
+    return os.path.relpath(os.path.dirname(path), root)
+
+
+def resolve(f, inc):
+    for d in [os.path.dirname(f)] + search:
+        p = os.path.normpath(os.path.join(d, inc))
+        if os.path.isfile(p):
+            return p
+    return None
+
+
+def scc(edges):
+    """Tarjan: the strongly connected components of more than one node."""
+    index, low, stack, on, out, n = {}, {}, [], set(), [], [0]
+    nodes = set(edges) | {b for v in edges.values() for b in v}
+
+    def visit(v):
+        index[v] = low[v] = n[0]
+        n[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(nodes):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def is_core(fo):
+    return fo == "src/core"
+
+
+def is_provider(fo):
+    return fo.startswith("src/provider/")
+
+
+bad = 0
+inc_edges = {}
+for f in files:
+    for inc in re.findall(r'^\s*#\s*include\s+"([^"]+)"', open(f, errors="replace").read(), re.M):
+        p = resolve(f, inc)
+        if not p or not p.startswith(src + os.sep):
+            continue
+        a, b = folder(f), folder(p)
+        if a != b:
+            inc_edges.setdefault(a, set()).add(b)
+            if is_core(a) and is_provider(b):
+                print(f"core includes a provider's file: {os.path.relpath(f, root)} -> {os.path.relpath(p, root)}")
+                bad += 1
+
+call_edges = {}
+if args.objects:
+    objs = []
+    for d, _, names in os.walk(args.objects):
+        if os.sep + "kinet.dir" + os.sep in d + os.sep or d.endswith("kinet.dir"):
+            objs += [os.path.join(d, n) for n in names if n.endswith(".o")]
+    defined, used = {}, {}
+    for o in objs:
+        rel = o.split("kinet.dir" + os.sep, 1)[1]
+        if not os.path.isfile(os.path.join(src, rel[: -len(".o")])):
+            continue  # left over from a source that moved
+        fo = "src/" + os.path.dirname(rel).replace(os.sep, "/")
+        out = subprocess.run(["nm", o], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[1] in "TDBR":
+                defined[parts[2]] = fo
+            elif len(parts) == 2 and parts[0] == "U":
+                used.setdefault(fo, set()).add(parts[1])
+    for fo, syms in used.items():
+        for s in syms:
+            to = defined.get(s)
+            if to and to != fo:
+                call_edges.setdefault(fo, set()).add(to)
+                if is_core(fo) and is_provider(to):
+                    print(f"core calls into a provider: {fo} uses {s} of {to}")
+                    bad += 1
+
+for name, edges in (("include", inc_edges), ("call", call_edges)):
+    if name == "call" and not args.objects:
+        continue
+    if args.graph:
+        for a in sorted(edges):
+            print(f"{name}: {a} -> {', '.join(sorted(edges[a]))}")
+    cycles = scc(edges)
+    for c in cycles:
+        print(f"{name} cycle between folders: {' <-> '.join(c)}")
+        bad += 1
+    if not cycles:
+        print(f"{name} graph: {sum(len(v) for v in edges.values())} folder edges, no cycle")
+sys.exit(1 if bad else 0)

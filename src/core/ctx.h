@@ -1,0 +1,56 @@
+/*
+ * Contexts (ctx.c): provider, CUDA device, objects, first-error record.
+ */
+#ifndef KINET_CORE_CTX_H
+#define KINET_CORE_CTX_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kinet/device/types.h"
+#include "kinet/kinet.h"
+#include "kinet/wire.h"
+
+struct kinet_ctx;
+struct kinet_qp;
+struct kinet_cq;
+struct kinet_mr;
+struct kinet_provider_ops;
+
+/* ---- context (ctx.c) ---- */
+struct kinet_ctx {
+	struct kinet_ctx_attr attr;
+	const char *provider_name;
+	const struct kinet_provider_ops *ops; /* the provider's (src/core/provider.h) */
+	uint64_t node_id;
+	int cuda_device; /* -1 without CUDA */
+
+	pthread_rwlock_t mr_lock;
+	struct kinet_mr **mr_table; /* index = key >> 8 */
+	uint32_t mr_table_size;
+	uint32_t mr_count;
+	uint32_t key_salt;
+
+	pthread_mutex_t obj_lock; /* QP/CQ lists */
+	struct kinet_qp *qps;
+	struct kinet_cq *cqs;
+	uint32_t next_qpn;
+	uint32_t next_cqn;
+
+	pthread_mutex_t atomic_lock; /* GPU-memory atomics targeting this ctx */
+
+	atomic_bool engine_stopped;	 /* set by kinet_ctx_close once the engine is gone */
+	struct kinet_dev_error *dev_err; /* host pointer, host-mapped */
+	pthread_mutex_t err_lock;
+	struct kinet_error host_err;
+};
+
+void kinet_ctx_record_error(struct kinet_ctx *ctx, int status, uint32_t qpn, uint8_t syndrome, uint8_t opcode,
+			    uint16_t wqe_counter);
+/* Allocates the next queue pair number of the context. */
+uint32_t kinet_ctx_alloc_qpn(struct kinet_ctx *ctx);
+
+#endif /* KINET_CORE_CTX_H */

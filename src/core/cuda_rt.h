@@ -1,0 +1,41 @@
+/*
+ * The CUDA runtime (cuda.c, compiled out without CUDA) and descriptor
+ * memory for export (memory.c, export.c).  Not named cuda.h: src/core is
+ * on white-box tests' include path, where it would hide <cuda.h>.
+ */
+#ifndef KINET_CORE_CUDA_RT_H
+#define KINET_CORE_CUDA_RT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kinet/device/types.h"
+#include "kinet/kinet.h"
+#include "kinet/wire.h"
+
+struct kinet_ctx;
+struct kinet_qp;
+struct kinet_cq;
+struct kinet_mr;
+
+/* CUDA runtime, compiled out without KINET_HAVE_CUDA (cuda.c). */
+int kinet_cuda_select(int device); /* cudaSetDevice + context init; 0 or -ENODEV */
+/* Memory type of ptr; *device is the CUDA device owning GPU memory. */
+enum kinet_mem_type kinet_cuda_mem_type(const void *ptr, int *device);
+/* Descriptor memory for export: GPU memory with CUDA, else kinet_host_alloc. */
+void *kinet_dev_alloc(struct kinet_ctx *ctx, size_t size);
+int kinet_dev_copy_in(struct kinet_ctx *ctx, void *dev, const void *src, size_t size);
+/* A descriptor filled on the host, copied to new descriptor memory (export.c). */
+int kinet_dev_export_copy(struct kinet_ctx *ctx, const void *d, size_t len, void **out);
+void kinet_dev_free(struct kinet_ctx *ctx, void *dev);
+/* 0 once device `from` can access device `to`'s memory (peer access
+ * enabled), else -ENODEV (cuda.c). */
+int kinet_cuda_peer_access(int from, int to);
+/* 0 and the device address minus the host address of pinned, mapped host
+ * memory; -ENOENT for memory the GPU cannot reach (cuda.c). */
+int kinet_cuda_host_mapping(const void *ptr, uint64_t *delta);
+
+#endif /* KINET_CORE_CUDA_RT_H */

@@ -1,0 +1,101 @@
+/*
+ * The provider seam, in the style of rdma-core's verbs_context_ops: core
+ * (src/core) owns the public objects, checks arguments, logs and reports
+ * errors, and reaches the NIC only through one of these tables.  A
+ * provider (src/provider/<name>/) registers its table at load time and
+ * never appears in core by name, include or symbol.
+ */
+#ifndef KINET_PROVIDER_H
+#define KINET_PROVIDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kinet/kinet.h"
+
+struct kinet_ctx;
+struct kinet_qp;
+struct kinet_cq;
+struct kinet_mr;
+
+/* How device code of a connected QP can reach its peer (peer path). */
+enum kinet_peer_reach {
+	KINET_PEER_REACH_NONE,	  /* only through the provider (network) */
+	KINET_PEER_REACH_PROCESS, /* the peer QP is in a context of this process */
+	KINET_PEER_REACH_HELLO,	  /* another process of the host: windows come from ops->peer_hello */
+};
+
+struct kinet_provider_ops {
+	/* Bytes core allocates for a context, QP and MR: the provider's
+	 * objects begin with core's (struct kinet_ctx ctx; ...) and add its
+	 * private fields after it. */
+	size_t ctx_size;
+	size_t qp_size;
+	size_t mr_size;
+	/* The doorbell mode KINET_DB_AUTO resolves to. */
+	enum kinet_db_mode db_auto;
+
+	/* ---- context ---- */
+	/* Starts the NIC for ctx (nthreads: engine threads asked for). */
+	int (*ctx_open)(struct kinet_ctx *ctx, int nthreads);
+	/* Stops execution: afterwards no WQE runs and QPs and CQs can be torn
+	 * down without the provider's help.  Called before ctx_close. */
+	void (*ctx_stop)(struct kinet_ctx *ctx);
+	/* Frees what ctx_open made, once every QP and CQ is gone. */
+	void (*ctx_close)(struct kinet_ctx *ctx);
+	void (*ctx_pause)(struct kinet_ctx *ctx, bool paused);
+
+	/* ---- completion queues ---- */
+	/* The ring of cq->depth CQEs (owned by software, invalid) and its
+	 * doorbell record; 0 or -ENOMEM.  cq_destroy frees them. */
+	int (*cq_create)(struct kinet_cq *cq);
+	void (*cq_destroy)(struct kinet_cq *cq);
+
+	/* ---- queue pairs ---- */
+	/* The queues of a QP core just sized (qp->sq_bbs send BBs; when
+	 * qp->rq_depth, that many receive WQEs of qp->rq_stride bytes), its
+	 * doorbell record, CPU doorbell and UAR page, all where device code
+	 * reaches them, and the provider's part.  0 or -ENOMEM; qp_fini frees
+	 * whatever was made (also after a failed qp_create), once every
+	 * reference is gone. */
+	int (*qp_create)(struct kinet_qp *qp);
+	void (*qp_fini)(struct kinet_qp *qp);
+	/* Hands a new QP (rings allocated, RESET) to the NIC, which runs it
+	 * once it reaches RTS or ERR; qp_destroy takes it back (unless
+	 * ctx_stop ran), completing or dropping its in-flight work. */
+	void (*qp_add)(struct kinet_qp *qp);
+	void (*qp_destroy)(struct kinet_qp *qp);
+	/* Provider part of kinet_qp_info (info->transport). */
+	void (*qp_info)(struct kinet_ctx *ctx, struct kinet_qp_info *info);
+	/* RESET -> RTS toward remote: 0, -EHOSTUNREACH (nothing reaches it,
+	 * logged) or the provider's error.  *how names the path for the log. */
+	int (*qp_connect)(struct kinet_qp *qp, const struct kinet_qp_info *remote, const char **how);
+	void (*qp_disconnect)(struct kinet_qp *qp);
+	/* The host rang qp's doorbell, or its state changed. */
+	void (*doorbell)(struct kinet_qp *qp);
+
+	/* ---- peer path (GPU loads and stores instead of WQEs) ---- */
+	enum kinet_peer_reach (*peer_reach)(const struct kinet_qp *qp);
+	/* KINET_PEER_REACH_HELLO: asks the target for its windows; the
+	 * answers come through kinet_peer_remote_*.  0 once asked. */
+	int (*peer_hello)(struct kinet_qp *qp);
+	/* A region registered (add) or being deregistered, for peers in other
+	 * processes holding ctx's windows; waits for their acknowledgement. */
+	void (*peer_publish)(struct kinet_mr *mr, bool add);
+	/* A target QP destroyed, or ctx closing (qp NULL). */
+	void (*peer_withdraw)(struct kinet_ctx *ctx, struct kinet_qp *qp);
+};
+
+struct kinet_provider {
+	const char *name;
+	const struct kinet_provider_ops *ops;
+	struct kinet_provider *next; /* the registry's, set by register */
+};
+
+/* Called by a provider at load time (a constructor, as rdma-core's
+ * PROVIDER_DRIVER does). */
+void kinet_provider_register(struct kinet_provider *prov);
+/* The registered provider of that name, or NULL. */
+const struct kinet_provider *kinet_provider_find(const char *name);
+
+#endif /* KINET_PROVIDER_H */
