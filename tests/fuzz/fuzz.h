@@ -79,7 +79,7 @@ struct fz_op {
 struct fz_model {
 	struct fz_mr *a, *b;
 	uint8_t shadow_a[FZ_REGION], shadow_b[FZ_REGION];
-	struct fz_op ops[FZ_MAX_OPS];
+	struct fz_op ops[FZ_MAX_OPS + 1]; /* and the final NOP of wait_exact */
 	int nops;
 	/* receives posted at B, in order: range, and whether it can take data */
 	struct {
