@@ -471,11 +471,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (int i = 0; i < 2; i++)
 		if ((rc = kinet_cq_create(r.ctx[i], &ca, &r.cq[i])))
 			die("kinet_cq_create", rc);
-	/* Teardown runs get a short timeout, so a vanished target fails
+	/* Teardown runs get a short timeout (5 ms), so a vanished target fails
 	 * operations soon; that also makes timeouts of a loaded machine
 	 * possible, so their outcomes are not predicted. */
-	r.qp[0] = qp_make(r.ctx[0], r.cq[0], db, sq_depth, td ? 50 : 5000);
-	r.qp[1] = qp_make(r.ctx[1], r.cq[1], db, sq_depth, td ? 50 : 5000);
+	r.qp[0] = qp_make(r.ctx[0], r.cq[0], db, sq_depth, td ? 5 : 5000);
+	r.qp[1] = qp_make(r.ctx[1], r.cq[1], db, sq_depth, td ? 5 : 5000);
 	r.qpn_a = kinet_qp_num(r.qp[0]);
 	if ((rc = connect_pair(&r, node)))
 		die("kinet_qp_connect", rc);
