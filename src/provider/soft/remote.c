@@ -375,6 +375,7 @@ static void rp_disconnect(struct kinet_qp *qp)
 			break;
 		}
 	}
+	rp_target_qp_gone(rs, qp->qpn);
 	pthread_mutex_unlock(&rs->lock);
 	rp_ipc_qp_free(kinet_sqp(qp)->transport_priv);
 	free(kinet_sqp(qp)->transport_priv);

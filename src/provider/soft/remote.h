@@ -193,6 +193,7 @@ struct rp_held {
 struct rp_chan {
 	uint64_t src_node;
 	uint32_t src_qpn;
+	uint32_t dst_qpn; /* the QP of this context it addresses */
 	struct rp_carrier *car;
 	struct kinet_carrier_peer *peer;
 	struct rp_held *head, *tail;
@@ -251,6 +252,10 @@ int rp_target_progress(struct rp_state *rs);
 void rp_on_ping(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
 		const struct rp_msg *m);
 void rp_target_free(struct rp_state *rs);
+/* Forgets the channels addressing QP qpn of this context, which is being
+ * destroyed (rs->lock held): a context that outlives many peers' QPs does
+ * not keep state for each of them. */
+void rp_target_qp_gone(struct rp_state *rs, uint32_t qpn);
 /* Sends a message of the target side (header + n bytes of data), or
  * queues it behind earlier ones the carrier had no room for. */
 void rp_send_queued(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,

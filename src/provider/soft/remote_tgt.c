@@ -326,6 +326,7 @@ static struct rp_chan *chan_of(struct rp_state *rs, struct rp_carrier *car, stru
 	if (!ch && (ch = calloc(1, sizeof(*ch)))) {
 		ch->src_node = m->src_node;
 		ch->src_qpn = m->src_qpn;
+		ch->dst_qpn = m->dst_qpn;
 		ch->next = rs->chans;
 		rs->chans = ch;
 	}
@@ -415,9 +416,20 @@ int rp_target_progress(struct rp_state *rs)
 	for (struct rp_outq *q = rs->outqs; q; q = q->next)
 		if (q->head)
 			n += outq_progress(q);
-	for (struct rp_chan *ch = rs->chans; ch; ch = ch->next)
+	for (struct rp_chan **pp = &rs->chans; *pp;) {
+		struct rp_chan *ch = *pp;
+
 		if (ch->head)
 			n += chan_progress(rs, ch);
+		if (!ch->head && !rp_find_qp(rs, ch->dst_qpn)) {
+			/* Nothing held for a QP that is not (or no longer)
+			 * here, such as what came after it was destroyed. */
+			*pp = ch->next;
+			free(ch);
+			continue;
+		}
+		pp = &ch->next;
+	}
 	return n;
 }
 
@@ -428,6 +440,21 @@ static void free_list(struct rp_held *h)
 
 		free(h);
 		h = n;
+	}
+}
+
+void rp_target_qp_gone(struct rp_state *rs, uint32_t qpn)
+{
+	for (struct rp_chan **pp = &rs->chans; *pp;) {
+		struct rp_chan *ch = *pp;
+
+		if (ch->dst_qpn != qpn) {
+			pp = &ch->next;
+			continue;
+		}
+		*pp = ch->next;
+		free_list(ch->head);
+		free(ch);
 	}
 }
 
