@@ -402,6 +402,8 @@ int main(int argc, char **argv)
 		if (o.peer_gpu >= 0)
 			perf_peer_floors_measure(&o, &rep.floors.peer);
 	}
+	if (o.floors && boot)
+		perf_rank_floors_measure(&o, boot, &rep.floors.ranks);
 	if (boot && (rc = kinet_boot_barrier(boot))) {
 		fprintf(stderr, "kinet-perf: rank %d: barrier: %s\n", o.rank, kinet_strerror(rc));
 		kinet_boot_fini(boot);

@@ -2,10 +2,12 @@
 # kinet-info and kinet-perf flags: --help and --version answer only that,
 # bad sizes and a missing operation are refused, bw rows show no latency,
 # and a plain run prints no "error:" line (nothing asked for a provider or
-# a carrier that is missing).  Usage: test_tools.sh KINET_INFO KINET_PERF
+# a carrier that is missing), and a two-rank run measures its floors
+# between the ranks.  Usage: test_tools.sh KINET_INFO KINET_PERF KINETRUN
 set -u
 INFO=$1
 PERF=$2
+KINETRUN=$3
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 failed=0
@@ -68,5 +70,12 @@ run "kinet-perf --lat" 0 "$PERF" write --lat -s 8 --iters 50 --no-floors
 lacks err "error:"
 awk '$1 == "write" && $2 == "lat" { n++; if ($14 !~ /^[0-9.]+$/) bad++ } END { exit !(n > 0 && !bad) }' \
 	"$TMP/out" || { fail "lat rows: no latency"; cat "$TMP/out"; }
+
+run "kinet-perf, two ranks" 0 "$KINETRUN" -n 2 --timeout 60 -- "$PERF" write --lat -s 8 --iters 200
+has out "rank 0<->rank 1 round trip"
+has out "remote write's 4 handoffs"
+# [0] op mode init ...: the lat rows are compared with the handoff chain
+awk '$2 == "write" && $3 == "lat" { n++; if ($20 !~ /^[0-9.]+x$/) bad++ } END { exit !(n > 0 && !bad) }' \
+	"$TMP/out" || { fail "two-rank lat rows: no vs_floor"; cat "$TMP/out"; }
 
 exit $failed

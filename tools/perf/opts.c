@@ -132,7 +132,8 @@ static void usage(FILE *f)
 		"Without a GPU the device code runs on CPU threads (host emulation); the output says so.\n");
 	fprintf(f, "Loopback in one process, or two ranks: kinetrun -n 2 -- kinet-perf ...\n"
 		   "(KINET_RANK, KINET_NRANKS=2): rank 0 initiates and reports, rank 1 is the target;\n"
-		   "each rank uses GPU KINET_LOCAL_RANK %% (GPU count).\n");
+		   "each rank uses GPU KINET_LOCAL_RANK %% (GPU count); latency is compared with the\n"
+		   "remote write's four handoffs between the ranks played with bare shared words.\n");
 }
 
 static int parse_size(const char *s, uint64_t *v)

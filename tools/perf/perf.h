@@ -186,6 +186,16 @@ struct perf_peer_floors {
 	int rate_failed;
 };
 
+/* Two ranks (rank_floors.c): the handoffs of a remote write between the
+ * processes, with bare shared words; measured by rank 0. */
+struct perf_rank_floors {
+	int measured;
+	int yield;		       /* waiters yielded: fewer cores than threads */
+	struct perf_stats process_rtt; /* rank 0 <-> rank 1, main threads */
+	struct perf_stats handoff_rtt; /* thread -> thread -> rank 1 -> thread -> thread */
+	char note[128];		       /* why not measured */
+};
+
 struct perf_floors {
 	int measured;
 	const char *rtt_label, *launch_label, *small_copy_label, *copy_label;
@@ -197,6 +207,7 @@ struct perf_floors {
 	double copy_gbs[PERF_MAX_SIZES];     /* cudaMemcpyAsync (or memcpy) */
 	double cpu_copy_gbs[PERF_MAX_SIZES]; /* memcpy, host to host (the soft NIC's path) */
 	struct perf_peer_floors peer;
+	struct perf_rank_floors ranks;
 };
 
 struct perf_report {
@@ -315,6 +326,9 @@ int perf_wqes_per_op(enum perf_op op);
 /* ---- floors (floors.cu) ---- */
 
 void perf_floors_measure(const struct perf_opts *o, struct perf_floors *f);
+/* rank_floors.c: both ranks of a two-rank run call it at the same point. */
+struct kinet_boot;
+void perf_rank_floors_measure(const struct perf_opts *o, struct kinet_boot *boot, struct perf_rank_floors *f);
 /* peer_floors.cu: GPU o->gpu -> GPU o->peer_gpu (CUDA build; no-op else). */
 void perf_peer_floors_measure(const struct perf_opts *o, struct perf_peer_floors *f);
 

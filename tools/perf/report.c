@@ -160,6 +160,11 @@ static double vs_floor(const struct perf_report *r, const struct perf_result *x,
 		if (*what)
 			return v;
 	}
+	if (x->mode == PERF_MODE_LAT && x->have_lat && f->ranks.measured && f->ranks.handoff_rtt.median > 0) {
+		/* Two ranks: the chain of handoffs a remote write makes. */
+		*what = "lat_median/rank_handoff_rtt_median";
+		return x->lat.median / f->ranks.handoff_rtt.median;
+	}
 	if (x->mode == PERF_MODE_LAT && x->have_lat && f->rtt.median > 0) {
 		*what = "lat_median/rtt_median";
 		return x->lat.median / f->rtt.median;
@@ -307,6 +312,16 @@ void perf_report_table(const struct perf_report *r, void *file)
 				fl->cpu_copy_gbs[i]);
 		if (fl->peer.measured)
 			table_peer_floors(f, r);
+		if (fl->ranks.measured) {
+			const char *how = fl->ranks.yield ? "waiters yield" : "waiters spin";
+			char label[64];
+			snprintf(label, sizeof(label), "rank 0<->rank 1 round trip (%s)", how);
+			table_stats(f, label, &fl->ranks.process_rtt);
+			snprintf(label, sizeof(label), "remote write's 4 handoffs (%s)", how);
+			table_stats(f, label, &fl->ranks.handoff_rtt);
+		} else if (fl->ranks.note[0]) {
+			fprintf(f, "#   two-rank floors not measured: %s\n", fl->ranks.note);
+		}
 	}
 	fprintf(f,
 		"%-12s %-4s %-4s %-20s %10s %4s %4s %4s %3s %-4s %-4s %-4s %10s %10s %10s %10s %10s %10s "
@@ -482,6 +497,16 @@ void perf_report_json(const struct perf_report *r, void *file)
 			json_peer_floors(f, r);
 		else
 			fprintf(f, "null");
+		fprintf(f, ",\"ranks\":");
+		if (fl->ranks.measured) {
+			fprintf(f, "{\"waiters_yield\":%s,", fl->ranks.yield ? "true" : "false");
+			json_stats(f, "process_rtt_us", &fl->ranks.process_rtt);
+			fputc(',', f);
+			json_stats(f, "handoff_rtt_us", &fl->ranks.handoff_rtt);
+			fputc('}', f);
+		} else {
+			fprintf(f, "null");
+		}
 		fputc('}', f);
 	} else {
 		fprintf(f, "null");
