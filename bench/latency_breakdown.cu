@@ -62,11 +62,11 @@ __global__ void primitives(uint64_t *host_word, int iters, uint64_t *out)
 		/* a CQE read: one 16-byte load, then a second after a fence */
 		uint64_t q[4];
 		uint64_t h = now();
-		kinet_dev_load_cqe_hi(host_word + 8, q);
+		kinet_devi_load_cqe_hi(host_word + 8, q);
 		uint64_t k = now() + (q[0] & 1); /* uses the result */
-		kinet_dev_load_cqe_hi(host_word + 8, q);
+		kinet_devi_load_cqe_hi(host_word + 8, q);
 		kinet_dev_fence_acquire_sys();
-		kinet_dev_load_cqe_lo(host_word + 8, &q[2]);
+		kinet_devi_load_cqe_lo(host_word + 8, &q[2]);
 		uint64_t l = now() + ((q[0] ^ q[2]) & 1);
 		t[PR_LOAD_V2] += k - h;
 		t[PR_LOAD_2V2] += l - k;
@@ -99,10 +99,10 @@ __global__ void phases(struct kinet_dev_qp *qp, const uint64_t *src, uint32_t lk
 		kinet_dev_sq_commit(qp, idx, 1, last);
 		uint64_t d = now();
 		uint64_t ci = cq->ci;
-		struct kinet_dev_deadline dl;
-		kinet_dev_deadline_init(&dl, 1000000000ull);
+		struct kinet_devi_deadline dl;
+		kinet_devi_deadline_init(&dl, 1000000000ull);
 		while (kinet_dev_cq_peek_at(cq, ci, 0, &cqe) != 0) {
-			if (kinet_dev_deadline_expired(&dl)) {
+			if (kinet_devi_deadline_expired(&dl)) {
 				*status = 2;
 				return;
 			}

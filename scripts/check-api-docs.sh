@@ -17,6 +17,12 @@ trap 'rm -rf "$TMP"' EXIT
 find include/kinet -type f \( -name '*.h' -o -name '*.cuh' \) -print | sort | xargs sed -n -E \
 	-e 's/^((KINET_API|KINET_DEV_FN|KINET_WIRE_FN|static inline|const|unsigned|struct|enum) )*[a-z_0-9]+ \**(kinet_[a-z0-9_]+)\(.*/\3/p' |
 	sort -u >"$TMP/functions"
+# Device verbs whose thread, _warp and _block forms one macro generates
+# (include/kinet/device/impl/forms.cuh): KINET_DEVI_FORMS[_ONE](verb, ...).
+find include/kinet -type f -name '*.cuh' -print | sort | xargs sed -n -E \
+	-e 's/^KINET_DEVI_FORMS(_ONE)?\(([a-z_0-9]+),.*/kinet_dev_\2\nkinet_dev_\2_warp\nkinet_dev_\2_block/p' |
+	sort -u >>"$TMP/functions"
+sort -u -o "$TMP/functions" "$TMP/functions"
 grep -v '^#' docs/api/internal.txt | grep -v '^$' >"$TMP/internal"
 cat docs/api/*.md docs/DEVICE_API.md | grep -o 'kinet_[a-z0-9_]*' | sort -u >"$TMP/documented"
 

@@ -3,7 +3,7 @@
  * QP whose target lives in a context this process can reach with device
  * loads and stores a table of memory windows (struct kinet_dev_peer, next
  * to its descriptor), and keeps the table current as regions come and go.
- * Device code (include/kinet/device/peer.cuh) checks every access against
+ * Device code (include/kinet/device/impl/peer.cuh) checks every access against
  * it and hands anything it cannot prove allowed to the engine.
  *
  * Lifetimes.  One link per peer QP, in a process-wide list under peer_lock:

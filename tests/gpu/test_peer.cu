@@ -102,44 +102,44 @@ struct vargs {
 #define ST(i, call)                                                                                          \
 	do {                                                                                                 \
 		int s_ = (call);                                                                             \
-		if (kinet_dev_group_rank(g) == 0 && s_)                                                      \
+		if (kinet_devi_group_rank(g) == 0 && s_)                                                     \
 			a.st[i] = s_;                                                                        \
 	} while (0)
 
 __global__ void verbs_kernel(struct vargs a, int g)
 {
 	uint64_t tk = 0;
-	uint32_t r = kinet_dev_group_rank(g), n = kinet_dev_group_size(g);
+	uint32_t r = kinet_devi_group_rank(g), n = kinet_devi_group_size(g);
 	/* a large put of a pattern, then get it back into a + 2 MiB */
 	/* the pattern also covers the odd put (4097 at +3) and put_signal (8 KiB) */
 	for (uint32_t i = r; i < (a.big > 8192 ? a.big : 8192); i += n)
 		a.a[i] = g_pat(i, a.seed);
-	kinet_dev_group_sync(g);
-	ST(0, kinet_dev_put_g(g, a.d, a.a, a.akey, a.b, a.bkey, a.big, &tk));
-	ST(1, kinet_dev_wait_g(g, a.d, tk));
-	ST(2, kinet_dev_get_g(g, a.d, a.a + (2u << 20), a.akey, a.b, a.bkey, a.big, &tk));
-	ST(3, kinet_dev_wait_g(g, a.d, tk));
+	kinet_devi_group_sync(g);
+	ST(0, kinet_devi_put_g(g, a.d, a.a, a.akey, a.b, a.bkey, a.big, &tk));
+	ST(1, kinet_devi_wait_g(g, a.d, tk));
+	ST(2, kinet_devi_get_g(g, a.d, a.a + (2u << 20), a.akey, a.b, a.bkey, a.big, &tk));
+	ST(3, kinet_devi_wait_g(g, a.d, tk));
 	/* odd sizes and offsets: byte and 8-byte paths of the copy */
-	ST(4, kinet_dev_put_g(g, a.d, a.a + 3, a.akey, a.b + (1u << 20) + 5, a.bkey, 4097, &tk));
-	ST(5, kinet_dev_quiet_g(g, a.d));
+	ST(4, kinet_devi_put_g(g, a.d, a.a + 3, a.akey, a.b + (1u << 20) + 5, a.bkey, 4097, &tk));
+	ST(5, kinet_devi_quiet_g(g, a.d));
 	/* atomics on b + 3 MiB: fetch_add 5 to 100, then CAS 105 -> 9 */
 	uint64_t *res = (uint64_t *)(void *)(a.a + (3u << 20));
-	ST(6, kinet_dev_fetch_add_g(g, a.d, res, a.akey, a.b + (3u << 20), a.bkey, 5, &tk));
-	ST(15, kinet_dev_wait_g(g, a.d, tk));
+	ST(6, kinet_devi_fetch_add_g(g, a.d, res, a.akey, a.b + (3u << 20), a.bkey, 5, &tk));
+	ST(15, kinet_devi_wait_g(g, a.d, tk));
 	if (r == 0 && *res != 100)
 		a.st[7] = 1000 + (int)*res;
-	ST(8, kinet_dev_compare_swap_g(g, a.d, res + 1, a.akey, a.b + (3u << 20), a.bkey, 105, 9, &tk));
-	ST(15, kinet_dev_wait_g(g, a.d, tk));
+	ST(8, kinet_devi_compare_swap_g(g, a.d, res + 1, a.akey, a.b + (3u << 20), a.bkey, 105, 9, &tk));
+	ST(15, kinet_devi_wait_g(g, a.d, tk));
 	if (r == 0 && res[1] != 105)
 		a.st[9] = 1000 + (int)res[1];
 	/* put_inline, signal, put_signal, fence */
 	uint64_t v = 0xabcdef0123456789ull;
-	ST(10, kinet_dev_put_inline_g(g, a.d, &v, 8, a.b + (3u << 20) + 64, a.bkey, &tk));
-	ST(11, kinet_dev_signal_g(g, a.d, a.b + (3u << 20) + 128, a.bkey, 3, &tk));
-	ST(12, kinet_dev_put_signal_g(g, a.d, a.a, a.akey, a.b + (3u << 20) + 4096, a.bkey, 8192,
-				      a.b + (3u << 20) + 128, a.bkey, 4, &tk));
-	ST(13, kinet_dev_fence_g(g, a.d, &tk));
-	ST(14, kinet_dev_quiet_g(g, a.d));
+	ST(10, kinet_devi_put_inline_g(g, a.d, &v, 8, a.b + (3u << 20) + 64, a.bkey, &tk));
+	ST(11, kinet_devi_signal_g(g, a.d, a.b + (3u << 20) + 128, a.bkey, 3, &tk));
+	ST(12, kinet_devi_put_signal_g(g, a.d, a.a, a.akey, a.b + (3u << 20) + 4096, a.bkey, 8192,
+				       a.b + (3u << 20) + 128, a.bkey, 4, &tk));
+	ST(13, kinet_devi_fence_g(g, a.d, &tk));
+	ST(14, kinet_devi_quiet_g(g, a.d));
 }
 
 static void run_verbs(struct fx *f, int form, uint32_t seed)
@@ -163,11 +163,11 @@ static void run_verbs(struct fx *f, int form, uint32_t seed)
 	/* thread: 2 KiB (a thread's get limit), warp: 64 KiB, block: 1 MiB */
 	a.big = form == 0 ? 2048u : form == 1 ? 65536u : 1u << 20;
 	if (form == 0)
-		verbs_kernel<<<1, 1>>>(a, KINET_DEV_GROUP_THREAD);
+		verbs_kernel<<<1, 1>>>(a, KINET_DEVI_GROUP_THREAD);
 	else if (form == 1)
-		verbs_kernel<<<1, 32>>>(a, KINET_DEV_GROUP_WARP);
+		verbs_kernel<<<1, 32>>>(a, KINET_DEVI_GROUP_WARP);
 	else
-		verbs_kernel<<<1, 256>>>(a, KINET_DEV_GROUP_BLOCK);
+		verbs_kernel<<<1, 256>>>(a, KINET_DEVI_GROUP_BLOCK);
 	G_CUDA(cudaDeviceSynchronize());
 	for (int i = 0; i < 16; i++)
 		if (st[i]) {

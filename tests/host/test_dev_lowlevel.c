@@ -108,12 +108,12 @@ KT_TEST(layout_matches_wire)
 
 KT_TEST(extend16)
 {
-	KT_CHECK_EQ(kinet_dev_extend16(0, 0), 0);
-	KT_CHECK_EQ(kinet_dev_extend16(0, 5), 5);
-	KT_CHECK_EQ(kinet_dev_extend16(65530, 3), 65539);
-	KT_CHECK_EQ(kinet_dev_extend16(0x12345, 0x2345), 0x12345);
-	KT_CHECK_EQ(kinet_dev_extend16(0x12345, 0x2344), 0x12344); /* just below: not ahead */
-	KT_CHECK_EQ(kinet_dev_extend16(0x1fff0, 0x0005), 0x20005);
+	KT_CHECK_EQ(kinet_devi_extend16(0, 0), 0);
+	KT_CHECK_EQ(kinet_devi_extend16(0, 5), 5);
+	KT_CHECK_EQ(kinet_devi_extend16(65530, 3), 65539);
+	KT_CHECK_EQ(kinet_devi_extend16(0x12345, 0x2345), 0x12345);
+	KT_CHECK_EQ(kinet_devi_extend16(0x12345, 0x2344), 0x12344); /* just below: not ahead */
+	KT_CHECK_EQ(kinet_devi_extend16(0x1fff0, 0x0005), 0x20005);
 }
 
 /* Every low-level prepare through the engine, one doorbell mode. */
@@ -245,7 +245,7 @@ static void ll_all_ops(enum kinet_db_mode mode)
 	 * quarter of the ring behind), and exactly after kinet_dev_cq_publish. */
 	uint32_t pub = kinet_be32(d->send_cq->dbrec[KINET_CQ_DBR_CI]);
 	KT_CHECK(pub <= ci);
-	KT_CHECK(ci - pub < kinet_dev_cq_publish_step(d->send_cq));
+	KT_CHECK(ci - pub < kinet_devi_cq_publish_step(d->send_cq));
 	KT_CHECK_EQ(d->send_cq->ci_published, pub);
 	kinet_dev_cq_publish(d->send_cq, ci);
 	KT_CHECK_EQ(kinet_be32(d->send_cq->dbrec[KINET_CQ_DBR_CI]), ci);

@@ -39,7 +39,7 @@ done
 
 step "cmake --install" cmake --install "$BUILD" --prefix "$P"
 for f in lib/libkinet.so lib/libkinet.so.0 include/kinet/kinet.h include/kinet/device.cuh \
-	include/kinet/device/ops.cuh include/kinet/syndrome.h bin/kinetrun bin/kinet-info bin/kinet-perf \
+	include/kinet/device/rma.cuh include/kinet/device/impl/forms.cuh include/kinet/syndrome.h bin/kinetrun bin/kinet-info bin/kinet-perf \
 	lib/pkgconfig/kinet.pc lib/cmake/kinet/kinetConfig.cmake lib/cmake/kinet/kinetConfigVersion.cmake; do
 	[ -e "$P/$f" ] || fail "not installed: $f"
 done

@@ -169,9 +169,9 @@ __global__ void perf_ping_kernel(uint64_t *ping, uint64_t *pong, uint64_t n, uin
 {
 	for (uint64_t i = 1; i <= n; i++) {
 		uint64_t t0 = kinet_dev_now_ns();
-		kinet_dev_store_release_u64_sys(ping, i);
+		kinet_devi_store_release_u64_sys(ping, i);
 		uint64_t spins = 0;
-		while (kinet_dev_load_acquire_u64_sys(pong) != i) {
+		while (kinet_devi_load_acquire_u64_sys(pong) != i) {
 			if ((++spins & 0xfff) == 0 && kinet_dev_now_ns() - t0 > SPIN_LIMIT_NS) {
 				*failed = 1;
 				return;

@@ -100,25 +100,25 @@ static __device__ __forceinline__ uint32_t perf_unit(const struct perf_kargs *a,
 
 KINET_DEV_FN int perf_kgroup(const struct perf_kargs *a)
 {
-	return a->group == PERF_GROUP_WARP    ? KINET_DEV_GROUP_WARP
-	       : a->group == PERF_GROUP_BLOCK ? KINET_DEV_GROUP_BLOCK
-					      : KINET_DEV_GROUP_THREAD;
+	return a->group == PERF_GROUP_WARP    ? KINET_DEVI_GROUP_WARP
+	       : a->group == PERF_GROUP_BLOCK ? KINET_DEVI_GROUP_BLOCK
+					      : KINET_DEVI_GROUP_THREAD;
 }
 
 KINET_DEV_FN void perf_fail(const struct perf_kargs *a, int st, uint64_t i)
 {
-	if (kinet_dev_atomic_cas_u32(a->status, 0, (uint32_t)st) == 0)
-		kinet_dev_store_relaxed_u64(a->fail_at, i);
+	if (kinet_devi_atomic_cas_u32(a->status, 0, (uint32_t)st) == 0)
+		kinet_devi_store_relaxed_u64(a->fail_at, i);
 }
 
 /* Every posting thread arrives; all resident (the launcher checks). */
 KINET_DEV_FN void perf_barrier(const struct perf_kargs *a)
 {
-	struct kinet_dev_deadline d;
-	kinet_dev_deadline_init(&d, PERF_BARRIER_NS);
-	kinet_dev_atomic_add_u64(a->barrier, 1);
-	while (kinet_dev_load_acquire_u64_gpu(a->barrier) < a->nthreads) {
-		if (kinet_dev_deadline_expired(&d)) {
+	struct kinet_devi_deadline d;
+	kinet_devi_deadline_init(&d, PERF_BARRIER_NS);
+	kinet_devi_atomic_add_u64(a->barrier, 1);
+	while (kinet_devi_load_acquire_u64_gpu(a->barrier) < a->nthreads) {
+		if (kinet_devi_deadline_expired(&d)) {
 			perf_fail(a, ETIMEDOUT, 0);
 			return;
 		}
@@ -263,8 +263,8 @@ KINET_DEV_FN void perf_bw_body(struct perf_kargs *a)
 	perf_barrier(a);
 	uint64_t t0 = kinet_dev_now_ns();
 	/* The group goes on or stops as one (its lead's view of the status). */
-	int go = !st && !kinet_dev_load_relaxed_u32(a->status);
-	kinet_dev_group_bcast(perf_kgroup(a), &go, &unused);
+	int go = !st && !kinet_devi_load_relaxed_u32(a->status);
+	kinet_devi_group_bcast(perf_kgroup(a), &go, &unused);
 	if (go) {
 		st = perf_window(a, qp, q, u, slot, a->warmup, a->iters);
 		if (st)
@@ -282,8 +282,8 @@ KINET_DEV_FN void perf_bw_body(struct perf_kargs *a)
  * first `size` bytes of the result into the put's source. */
 KINET_DEV_FN void perf_compute(const struct perf_kargs *a, uint64_t it)
 {
-	uint32_t r = kinet_dev_group_rank(KINET_DEV_GROUP_BLOCK);
-	uint32_t g = kinet_dev_group_size(KINET_DEV_GROUP_BLOCK);
+	uint32_t r = kinet_devi_group_rank(KINET_DEVI_GROUP_BLOCK);
+	uint32_t g = kinet_devi_group_size(KINET_DEVI_GROUP_BLOCK);
 	float add = (float)(it & 7) * 0.125f;
 	for (uint32_t rep = 0; rep < a->reps; rep++)
 		for (uint32_t k = r; k < a->work_n; k += g)
@@ -298,14 +298,14 @@ KINET_DEV_FN void perf_compute(const struct perf_kargs *a, uint64_t it)
 KINET_DEV_FN void perf_iter_body(struct perf_kargs *a)
 {
 	struct kinet_dev_qp *qp = a->qps[0];
-	uint32_t r = kinet_dev_group_rank(KINET_DEV_GROUP_BLOCK);
+	uint32_t r = kinet_devi_group_rank(KINET_DEVI_GROUP_BLOCK);
 	uint64_t n = a->warmup + a->iters;
 	for (uint64_t i = 0; i < n; i++) {
 		uint64_t t0 = kinet_dev_now_ns();
 		perf_compute(a, i);
 		/* The whole result is written before thread 0 posts (the ring's
 		 * release fence is cumulative over the barrier). */
-		kinet_dev_group_sync(KINET_DEV_GROUP_BLOCK);
+		kinet_devi_group_sync(KINET_DEVI_GROUP_BLOCK);
 		if (r == 0) {
 			int st = 0;
 			if (a->variant == 0) {
@@ -320,8 +320,8 @@ KINET_DEV_FN void perf_iter_body(struct perf_kargs *a)
 				a->samples[i - a->warmup] = kinet_dev_now_ns() - t0;
 		}
 		/* The next compute overwrites the source only after the put. */
-		kinet_dev_group_sync(KINET_DEV_GROUP_BLOCK);
-		if (kinet_dev_load_relaxed_u32(a->status))
+		kinet_devi_group_sync(KINET_DEVI_GROUP_BLOCK);
+		if (kinet_devi_load_relaxed_u32(a->status))
 			return;
 	}
 }

@@ -70,8 +70,8 @@ KINET_DEV_FN void pp_body(struct pp_args *a, int b)
 		if (!st && !b)
 			st = kinet_dev_signal_wait_until(s->qp, s->flag, KINET_DEV_CMP_GE, i, &old);
 		if (st) {
-			if (kinet_dev_atomic_cas_u32(a->status, 0, (uint32_t)st) == 0)
-				kinet_dev_store_relaxed_u64(a->fail_at, i);
+			if (kinet_devi_atomic_cas_u32(a->status, 0, (uint32_t)st) == 0)
+				kinet_devi_store_relaxed_u64(a->fail_at, i);
 			return;
 		}
 		if (!b && i > a->warmup)

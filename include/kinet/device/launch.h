@@ -42,7 +42,7 @@ static inline unsigned kinet_dev_grid_blocks(void)
 	return kinet_emu_grid_blocks;
 }
 
-static inline void *kinet_emu_block_main(void *p)
+static inline void *kinet_devi_emu_block_main(void *p)
 {
 	struct kinet_emu_block *b = (struct kinet_emu_block *)p;
 	kinet_emu_block_idx = b->block;
@@ -79,7 +79,7 @@ static inline int kinet_emu_launch(unsigned nblocks, void (*fn)(void *), void *a
 		b[started].arg = arg;
 		b[started].block = started;
 		b[started].nblocks = nblocks;
-		err = pthread_create(&t[started], NULL, kinet_emu_block_main, &b[started]);
+		err = pthread_create(&t[started], NULL, kinet_devi_emu_block_main, &b[started]);
 		if (err)
 			break;
 	}

@@ -66,7 +66,7 @@ union __attribute__((aligned(16))) kinet_dev_wqe {
 	} wait;
 };
 
-KINET_DEV_FN void kinet_dev_wqe_zero(union kinet_dev_wqe *w)
+KINET_DEV_FN void kinet_devi_wqe_zero(union kinet_dev_wqe *w)
 {
 	for (int i = 0; i < 8; i++)
 		w->q[i] = 0;
@@ -81,7 +81,7 @@ KINET_DEV_FN void kinet_dev_wqe_words(const union kinet_dev_wqe *w, uint64_t q[8
 
 KINET_DEV_FN void kinet_dev_wqe_build_nop(union kinet_dev_wqe *w, uint32_t qpn, uint64_t idx, uint8_t flags)
 {
-	kinet_dev_wqe_zero(w);
+	kinet_devi_wqe_zero(w);
 	kinet_wqe_set_ctrl(&w->rdma.ctrl, KINET_WQE_OP_NOP, (uint16_t)idx, qpn, 1, flags, 0);
 }
 
@@ -92,7 +92,7 @@ KINET_DEV_FN void kinet_dev_wqe_build_rdma(union kinet_dev_wqe *w, uint32_t qpn,
 					   uint8_t flags, uint64_t laddr, uint32_t lkey, uint64_t raddr,
 					   uint32_t rkey, uint32_t size, uint32_t imm_be)
 {
-	kinet_dev_wqe_zero(w);
+	kinet_devi_wqe_zero(w);
 	kinet_wqe_set_ctrl(&w->rdma.ctrl, opcode, (uint16_t)idx, qpn, size ? 3 : 2, flags, imm_be);
 	kinet_wqe_set_raddr(&w->rdma.raddr, raddr, rkey);
 	if (size)
@@ -106,7 +106,7 @@ KINET_DEV_FN void kinet_dev_wqe_build_write_inline(union kinet_dev_wqe *w, uint3
 {
 	if (size > KINET_DEV_MAX_INLINE)
 		size = KINET_DEV_MAX_INLINE; /* callers check; never write past the block */
-	kinet_dev_wqe_zero(w);
+	kinet_devi_wqe_zero(w);
 	kinet_wqe_set_ctrl(&w->inl.ctrl, KINET_WQE_OP_RDMA_WRITE, (uint16_t)idx, qpn,
 			   2 + kinet_inline_ds(size), flags, 0);
 	kinet_wqe_set_raddr(&w->inl.raddr, raddr, rkey);
@@ -121,7 +121,7 @@ KINET_DEV_FN void kinet_dev_wqe_build_send(union kinet_dev_wqe *w, uint32_t qpn,
 					   uint8_t flags, uint64_t laddr, uint32_t lkey, uint32_t size,
 					   uint32_t imm_be)
 {
-	kinet_dev_wqe_zero(w);
+	kinet_devi_wqe_zero(w);
 	kinet_wqe_set_ctrl(&w->send.ctrl, opcode, (uint16_t)idx, qpn, size ? 2 : 1, flags, imm_be);
 	if (size)
 		kinet_wqe_set_data(&w->send.data, laddr, size, lkey);
@@ -134,7 +134,7 @@ KINET_DEV_FN void kinet_dev_wqe_build_atomic(union kinet_dev_wqe *w, uint32_t qp
 					     uint64_t raddr, uint32_t rkey, uint64_t swap_add,
 					     uint64_t compare)
 {
-	kinet_dev_wqe_zero(w);
+	kinet_devi_wqe_zero(w);
 	kinet_wqe_set_ctrl(&w->atomic.ctrl, opcode, (uint16_t)idx, qpn, 4, flags, 0);
 	kinet_wqe_set_raddr(&w->atomic.raddr, raddr, rkey);
 	kinet_wqe_set_atomic(&w->atomic.atomic, swap_add, compare);
@@ -147,7 +147,7 @@ KINET_DEV_FN void kinet_dev_wqe_build_atomic(union kinet_dev_wqe *w, uint32_t qp
 KINET_DEV_FN void kinet_dev_wqe_build_wait(union kinet_dev_wqe *w, uint32_t qpn, uint64_t idx, uint8_t flags,
 					   uint32_t cqn, uint32_t max_index)
 {
-	kinet_dev_wqe_zero(w);
+	kinet_devi_wqe_zero(w);
 	kinet_wqe_set_ctrl(&w->wait.ctrl, KINET_WQE_OP_WAIT, (uint16_t)idx, qpn, 2, flags, 0);
 	kinet_wqe_set_wait(&w->wait.wait, cqn, max_index);
 }
@@ -178,7 +178,7 @@ KINET_DEV_FN void kinet_dev_wqe_store(const struct kinet_dev_qp *qp, uint64_t id
 
 /* Reads slot idx back (for BlueFlame copies of a WQE another thread of the
  * group wrote; the group barrier before makes it visible). */
-KINET_DEV_FN void kinet_dev_wqe_load(const struct kinet_dev_qp *qp, uint64_t idx, uint64_t q[8])
+KINET_DEV_FN void kinet_devi_wqe_load(const struct kinet_dev_qp *qp, uint64_t idx, uint64_t q[8])
 {
 	const volatile uint64_t *src = (const volatile uint64_t *)kinet_dev_sq_wqe(qp, idx);
 	for (int i = 0; i < 8; i++)

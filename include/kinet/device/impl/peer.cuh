@@ -1,11 +1,11 @@
 /*
- * kinet device API: the peer path (docs/PEER_PATH.md).
+ * kinet device API, implementation: the peer path (docs/PEER_PATH.md).
  *
  * When kinet_qp_export gave a QP a window table (qp->peer != NULL), device
  * code can reach the target's registered memory with its own loads, stores
  * and system-scope atomics: GPUs of one host (NVLink or PCIe peer access),
- * or host memory under emulation.  The high-level verbs (ops.cuh) try this
- * path first; kinet_dev_peer_* return KINET_DEV_PEER_MISS when it does not
+ * or host memory under emulation.  The high-level verbs (impl/rma.cuh, ...) try this
+ * path first; kinet_devi_peer_* return KINET_DEVI_PEER_MISS when it does not
  * apply, and the verb then posts WQEs as on any QP.
  *
  * Protection: an operation takes the peer path only when its local key and
@@ -41,16 +41,17 @@
  *    atomic with kinet atomics that also take the peer path or run on the
  *    CPU, not with atomics the engine applies to GPU memory by copies.
  */
-#ifndef KINET_DEVICE_PEER_CUH
-#define KINET_DEVICE_PEER_CUH
+#ifndef KINET_DEVICE_IMPL_PEER_CUH
+#define KINET_DEVICE_IMPL_PEER_CUH
 
+#include "kinet/device/impl/scope.cuh"
 #include "kinet/device/platform.cuh"
-#include "kinet/device/queue.cuh"
+#include "kinet/device/sq.cuh"
 #include "kinet/device/types.h"
 #include "kinet/kinet.h"
 
 /* Not a status: the operation does not take the peer path. */
-#define KINET_DEV_PEER_MISS (-1)
+#define KINET_DEVI_PEER_MISS (-1)
 
 /* Largest transfer per thread of the group that the peer path takes in the
  * thread and warp forms; larger ones go to the engine, whose copy engine
@@ -66,7 +67,7 @@
 #define KINET_DEV_PEER_GET_BYTES_PER_THREAD (2ull * 1024)
 #endif
 
-KINET_DEV_FN int kinet_dev_peer_size_ok(int g, uint64_t size, uint64_t per_thread)
+KINET_DEV_FN int kinet_devi_peer_size_ok(int g, uint64_t size, uint64_t per_thread)
 {
 #if defined(KINET_HOST_EMU)
 	(void)g;
@@ -74,20 +75,20 @@ KINET_DEV_FN int kinet_dev_peer_size_ok(int g, uint64_t size, uint64_t per_threa
 	(void)per_thread;
 	return 1;
 #else
-	return g == KINET_DEV_GROUP_BLOCK || size <= per_thread * kinet_dev_group_size(g);
+	return g == KINET_DEVI_GROUP_BLOCK || size <= per_thread * kinet_devi_group_size(g);
 #endif
 }
 
 /* 0 and *ptr (device-usable) when [addr, addr+len) lies inside a live window
- * of t keyed key with every right in need, else KINET_DEV_PEER_MISS.  The
+ * of t keyed key with every right in need, else KINET_DEVI_PEER_MISS.  The
  * slot count and window fields may come from any cache: slots are written
  * before their key and never reused, and a stale (zero) window fails the
  * range check.  Keys are read at GPU scope, four per load; the first four
  * (first[], loaded by the caller with everything else it needs) usually
  * hold them all. */
-KINET_DEV_FN int kinet_dev_window_find(const struct kinet_dev_window_table *t, const uint32_t first[4],
-				       uint32_t key, uint64_t addr, uint64_t len, uint32_t need,
-				       uint8_t **ptr)
+KINET_DEV_FN int kinet_devi_window_find(const struct kinet_dev_window_table *t, const uint32_t first[4],
+					uint32_t key, uint64_t addr, uint64_t len, uint32_t need,
+					uint8_t **ptr)
 {
 #if defined(KINET_HOST_EMU)
 	uint32_t n = __atomic_load_n(&t->count, __ATOMIC_RELAXED); /* the host publishes it concurrently */
@@ -99,7 +100,7 @@ KINET_DEV_FN int kinet_dev_window_find(const struct kinet_dev_window_table *t, c
 	for (uint32_t i = 0; i < n; i += 4) {
 		uint32_t k[4];
 		if (i)
-			kinet_dev_load_coherent_u32x4(&t->key[i], k);
+			kinet_devi_load_coherent_u32x4(&t->key[i], k);
 		else
 			for (int j = 0; j < 4; j++)
 				k[j] = first[j];
@@ -109,36 +110,36 @@ KINET_DEV_FN int kinet_dev_window_find(const struct kinet_dev_window_table *t, c
 			const struct kinet_dev_window *w = &t->win[i + j];
 			if (addr < w->addr || len > w->length || addr - w->addr > w->length - len ||
 			    (w->access & need) != need)
-				return KINET_DEV_PEER_MISS;
+				return KINET_DEVI_PEER_MISS;
 			*ptr = (uint8_t *)(uintptr_t)(addr + w->delta);
 			return 0;
 		}
 	}
-	return KINET_DEV_PEER_MISS;
+	return KINET_DEVI_PEER_MISS;
 }
 
 /* 1 when every WQE committed on the QP is complete; *ready: the commit
  * index (a peer operation's ticket). */
-KINET_DEV_FN int kinet_dev_peer_sq_idle(struct kinet_dev_qp *qp, uint64_t *ready)
+KINET_DEV_FN int kinet_devi_peer_sq_idle(struct kinet_dev_qp *qp, uint64_t *ready)
 {
-	int scope = kinet_dev_qp_scope(qp);
-	*ready = kinet_dev_scoped_load_acquire_u64(scope, &qp->sq_ready);
-	return kinet_dev_scoped_load_acquire_u64(scope, &qp->sq_done) >= *ready;
+	int scope = kinet_devi_qp_scope(qp);
+	*ready = kinet_devi_scoped_load_acquire_u64(scope, &qp->sq_ready);
+	return kinet_devi_scoped_load_acquire_u64(scope, &qp->sq_done) >= *ready;
 }
 
 /* Earlier WQEs of the QP complete (in order) before a peer operation runs:
  * 0 with *ticket = the commit index, or EIO / ETIMEDOUT as their wait. */
-KINET_DEV_FN int kinet_dev_peer_drain(struct kinet_dev_qp *qp, uint64_t *ticket)
+KINET_DEV_FN int kinet_devi_peer_drain(struct kinet_dev_qp *qp, uint64_t *ticket)
 {
-	if (kinet_dev_scoped_load_acquire_u32(kinet_dev_qp_scope(qp), &qp->sq_error))
+	if (kinet_devi_scoped_load_acquire_u32(kinet_devi_qp_scope(qp), &qp->sq_error))
 		return EIO;
-	if (kinet_dev_peer_sq_idle(qp, ticket))
+	if (kinet_devi_peer_sq_idle(qp, ticket))
 		return 0;
 	return kinet_dev_sq_wait(qp, *ticket);
 }
 
 /* One window a peer operation needs: which table, key, range and right. */
-struct kinet_dev_peer_need {
+struct kinet_devi_peer_need {
 	int remote; /* 1: the target's table (rkey), 0: the initiator's (lkey) */
 	uint32_t key;
 	uint64_t addr;
@@ -146,54 +147,54 @@ struct kinet_dev_peer_need {
 	uint32_t right;
 };
 
-#define KINET_DEV_PEER_MAX_NEEDS 3
+#define KINET_DEVI_PEER_MAX_NEEDS 3
 
 /* Rank 0 looks up each of the n needs and, when all are met, drains the
  * send queue once; the group gets its decision and the device pointers
  * (ptr[i] for need[i]), so a key revoked while the group looks cannot
  * split it. */
-KINET_DEV_FN int kinet_dev_peer_resolve(int g, struct kinet_dev_qp *qp,
-					const struct kinet_dev_peer_need *need, int n, uint8_t **ptr,
-					uint64_t *ticket)
+KINET_DEV_FN int kinet_devi_peer_resolve(int g, struct kinet_dev_qp *qp,
+					 const struct kinet_devi_peer_need *need, int n, uint8_t **ptr,
+					 uint64_t *ticket)
 {
 	int st = 0, unused = 0;
-	uint64_t p[KINET_DEV_PEER_MAX_NEEDS] = {0, 0, 0}, tk = 0;
-	if (kinet_dev_group_rank(g) == 0) {
+	uint64_t p[KINET_DEVI_PEER_MAX_NEEDS] = {0, 0, 0}, tk = 0;
+	if (kinet_devi_group_rank(g) == 0) {
 		/* The send queue's counters and the windows' keys in one round
 		 * of independent loads (an operation's latency is a few of
 		 * these round trips); the acquire comes once, after. */
-		int scope = kinet_dev_qp_scope(qp);
+		int scope = kinet_devi_qp_scope(qp);
 		const struct kinet_dev_peer *pt = qp->peer;
 		uint32_t first[2][4];
-		kinet_dev_load_coherent_u32x4(pt->local.key, first[0]);
-		kinet_dev_load_coherent_u32x4(pt->remote.key, first[1]);
-		uint32_t err = scope == KINET_DEV_SCOPE_THREAD
+		kinet_devi_load_coherent_u32x4(pt->local.key, first[0]);
+		kinet_devi_load_coherent_u32x4(pt->remote.key, first[1]);
+		uint32_t err = scope == KINET_DEVI_SCOPE_THREAD
 				       ? qp->sq_error
-				       : kinet_dev_load_relaxed_u32_gpu(&qp->sq_error);
-		uint64_t ready = scope == KINET_DEV_SCOPE_THREAD
+				       : kinet_devi_load_relaxed_u32_gpu(&qp->sq_error);
+		uint64_t ready = scope == KINET_DEVI_SCOPE_THREAD
 					 ? qp->sq_ready
-					 : kinet_dev_load_relaxed_u64_gpu(&qp->sq_ready);
-		uint64_t done = scope == KINET_DEV_SCOPE_THREAD
+					 : kinet_devi_load_relaxed_u64_gpu(&qp->sq_ready);
+		uint64_t done = scope == KINET_DEVI_SCOPE_THREAD
 					? qp->sq_done
-					: kinet_dev_load_relaxed_u64_gpu(&qp->sq_done);
+					: kinet_devi_load_relaxed_u64_gpu(&qp->sq_done);
 		for (int i = 0; i < n && !st; i++) {
-			const struct kinet_dev_peer_need *x = &need[i];
+			const struct kinet_devi_peer_need *x = &need[i];
 			uint8_t *w = NULL;
-			st = kinet_dev_window_find(x->remote ? &pt->remote : &pt->local, first[x->remote],
-						   x->key, x->addr, x->len, x->right, &w);
+			st = kinet_devi_window_find(x->remote ? &pt->remote : &pt->local, first[x->remote],
+						    x->key, x->addr, x->len, x->right, &w);
 			p[i] = (uint64_t)(uintptr_t)w;
 		}
 		if (!st && !err && done >= ready) {
 			if (ready) /* those WQEs' effects before ours */
-				kinet_dev_scoped_fence_acquire(scope);
+				kinet_devi_scoped_fence_acquire(scope);
 			tk = ready;
 		} else if (!st) {
-			st = kinet_dev_peer_drain(qp, &tk);
+			st = kinet_devi_peer_drain(qp, &tk);
 		}
 	}
-	kinet_dev_group_bcast(g, &st, &tk);
+	kinet_devi_group_bcast(g, &st, &tk);
 	for (int i = 0; i < n; i++) {
-		kinet_dev_group_bcast(g, &unused, &p[i]);
+		kinet_devi_group_bcast(g, &unused, &p[i]);
 		ptr[i] = (uint8_t *)(uintptr_t)p[i];
 	}
 	*ticket = tk;
@@ -201,136 +202,137 @@ KINET_DEV_FN int kinet_dev_peer_resolve(int g, struct kinet_dev_qp *qp,
 }
 
 /* Result of a peer attempt: MISS, or the verb's status with *ticket set. */
-KINET_DEV_FN int kinet_dev_peer_done(int st, uint64_t tk, uint64_t *ticket)
+KINET_DEV_FN int kinet_devi_peer_done(int st, uint64_t tk, uint64_t *ticket)
 {
-	if (st != KINET_DEV_PEER_MISS && ticket)
+	if (st != KINET_DEVI_PEER_MISS && ticket)
 		*ticket = st ? 0 : tk;
 	return st;
 }
 
 /* put: the group copies [laddr, laddr+size) to the mapped target. */
-KINET_DEV_FN int kinet_dev_peer_put_g(int g, struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey,
-				      uint64_t raddr, uint32_t rkey, uint64_t size, uint64_t *ticket)
+KINET_DEV_FN int kinet_devi_peer_put_g(int g, struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey,
+				       uint64_t raddr, uint32_t rkey, uint64_t size, uint64_t *ticket)
 {
-	if (!size || !kinet_dev_peer_size_ok(g, size, KINET_DEV_PEER_PUT_BYTES_PER_THREAD))
-		return KINET_DEV_PEER_MISS;
-	const struct kinet_dev_peer_need need[2] = {
+	if (!size || !kinet_devi_peer_size_ok(g, size, KINET_DEV_PEER_PUT_BYTES_PER_THREAD))
+		return KINET_DEVI_PEER_MISS;
+	const struct kinet_devi_peer_need need[2] = {
 		{1, rkey, raddr, size, KINET_ACCESS_REMOTE_WRITE},
 		{0, lkey, (uint64_t)(uintptr_t)laddr, size, 0},
 	};
 	uint8_t *ptr[2];
 	uint64_t tk;
-	int st = kinet_dev_peer_resolve(g, qp, need, 2, ptr, &tk);
+	int st = kinet_devi_peer_resolve(g, qp, need, 2, ptr, &tk);
 	if (!st)
-		kinet_dev_copy_group(g, ptr[0], ptr[1], size);
-	return kinet_dev_peer_done(st, tk, ticket);
+		kinet_devi_copy_group(g, ptr[0], ptr[1], size);
+	return kinet_devi_peer_done(st, tk, ticket);
 }
 
 /* put_inline: the data need not be registered (no local key). */
-KINET_DEV_FN int kinet_dev_peer_put_inline_g(int g, struct kinet_dev_qp *qp, const void *data, uint32_t size,
-					     uint64_t raddr, uint32_t rkey, uint64_t *ticket)
+KINET_DEV_FN int kinet_devi_peer_put_inline_g(int g, struct kinet_dev_qp *qp, const void *data, uint32_t size,
+					      uint64_t raddr, uint32_t rkey, uint64_t *ticket)
 {
 	if (!size)
-		return KINET_DEV_PEER_MISS;
-	const struct kinet_dev_peer_need need = {1, rkey, raddr, size, KINET_ACCESS_REMOTE_WRITE};
+		return KINET_DEVI_PEER_MISS;
+	const struct kinet_devi_peer_need need = {1, rkey, raddr, size, KINET_ACCESS_REMOTE_WRITE};
 	uint8_t *dst;
 	uint64_t tk;
-	int st = kinet_dev_peer_resolve(g, qp, &need, 1, &dst, &tk);
-	if (!st && kinet_dev_group_rank(g) == 0) {
+	int st = kinet_devi_peer_resolve(g, qp, &need, 1, &dst, &tk);
+	if (!st && kinet_devi_group_rank(g) == 0) {
 		if (size == 8 && ((((uintptr_t)dst | (uintptr_t)data) & 7) == 0))
 			*(volatile uint64_t *)dst = *(const uint64_t *)data;
 		else
 			memcpy(dst, data, size);
 	}
-	return kinet_dev_peer_done(st, tk, ticket);
+	return kinet_devi_peer_done(st, tk, ticket);
 }
 
 /* get: the group copies the mapped source into [laddr, laddr+size); the
  * data is in place on return (after the group's barrier). */
-KINET_DEV_FN int kinet_dev_peer_get_g(int g, struct kinet_dev_qp *qp, void *laddr, uint32_t lkey,
-				      uint64_t raddr, uint32_t rkey, uint64_t size, uint64_t *ticket)
+KINET_DEV_FN int kinet_devi_peer_get_g(int g, struct kinet_dev_qp *qp, void *laddr, uint32_t lkey,
+				       uint64_t raddr, uint32_t rkey, uint64_t size, uint64_t *ticket)
 {
-	if (!size || !kinet_dev_peer_size_ok(g, size, KINET_DEV_PEER_GET_BYTES_PER_THREAD))
-		return KINET_DEV_PEER_MISS;
-	const struct kinet_dev_peer_need need[2] = {
+	if (!size || !kinet_devi_peer_size_ok(g, size, KINET_DEV_PEER_GET_BYTES_PER_THREAD))
+		return KINET_DEVI_PEER_MISS;
+	const struct kinet_devi_peer_need need[2] = {
 		{1, rkey, raddr, size, KINET_ACCESS_REMOTE_READ},
 		{0, lkey, (uint64_t)(uintptr_t)laddr, size, KINET_ACCESS_LOCAL_WRITE},
 	};
 	uint8_t *ptr[2];
 	uint64_t tk;
-	int st = kinet_dev_peer_resolve(g, qp, need, 2, ptr, &tk);
+	int st = kinet_devi_peer_resolve(g, qp, need, 2, ptr, &tk);
 	if (!st) {
-		kinet_dev_copy_group(g, ptr[1], ptr[0], size);
-		kinet_dev_group_sync(g);
+		kinet_devi_copy_group(g, ptr[1], ptr[0], size);
+		kinet_devi_group_sync(g);
 	}
-	return kinet_dev_peer_done(st, tk, ticket);
+	return kinet_devi_peer_done(st, tk, ticket);
 }
 
 /* fetch_add (cas = 0) or compare_swap (cas = 1): one system-scope atomic
  * by rank 0, the old value stored to *result, seen by the group after its
  * barrier.  Misaligned targets miss (the engine reports them). */
-KINET_DEV_FN int kinet_dev_peer_atomic_g(int g, struct kinet_dev_qp *qp, int cas, uint64_t *result,
-					 uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t compare_add,
-					 uint64_t swap, uint64_t *ticket)
+KINET_DEV_FN int kinet_devi_peer_atomic_g(int g, struct kinet_dev_qp *qp, int cas, uint64_t *result,
+					  uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t compare_add,
+					  uint64_t swap, uint64_t *ticket)
 {
 	if ((raddr & 7) || ((uintptr_t)result & 7))
-		return KINET_DEV_PEER_MISS;
-	const struct kinet_dev_peer_need need[2] = {
+		return KINET_DEVI_PEER_MISS;
+	const struct kinet_devi_peer_need need[2] = {
 		{1, rkey, raddr, 8, KINET_ACCESS_REMOTE_ATOMIC},
 		{0, lkey, (uint64_t)(uintptr_t)result, 8, KINET_ACCESS_LOCAL_WRITE},
 	};
 	uint8_t *ptr[2];
 	uint64_t tk;
-	int st = kinet_dev_peer_resolve(g, qp, need, 2, ptr, &tk);
+	int st = kinet_devi_peer_resolve(g, qp, need, 2, ptr, &tk);
 	if (!st) {
-		if (kinet_dev_group_rank(g) == 0) {
+		if (kinet_devi_group_rank(g) == 0) {
 			uint64_t *w = (uint64_t *)(void *)ptr[0];
-			uint64_t old = cas ? kinet_dev_atomic_cas_u64_sys(w, compare_add, swap)
-					   : kinet_dev_atomic_add_u64_sys(w, compare_add);
+			uint64_t old = cas ? kinet_devi_atomic_cas_u64_sys(w, compare_add, swap)
+					   : kinet_devi_atomic_add_u64_sys(w, compare_add);
 			*(uint64_t *)(void *)ptr[1] = old;
 		}
-		kinet_dev_group_sync(g);
+		kinet_devi_group_sync(g);
 	}
-	return kinet_dev_peer_done(st, tk, ticket);
+	return kinet_devi_peer_done(st, tk, ticket);
 }
 
 /* signal, and put_signal when size != 0: the group copies the data, then
  * after a barrier rank 0 fences at system scope (the data, and every
  * earlier peer store of the group, before the signal) and adds. */
-KINET_DEV_FN int kinet_dev_peer_put_signal_g(int g, struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey,
-					     uint64_t raddr, uint32_t rkey, uint64_t size, uint64_t sig_raddr,
-					     uint32_t sig_rkey, uint64_t add, uint64_t *ticket)
+KINET_DEV_FN int kinet_devi_peer_put_signal_g(int g, struct kinet_dev_qp *qp, const void *laddr,
+					      uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t size,
+					      uint64_t sig_raddr, uint32_t sig_rkey, uint64_t add,
+					      uint64_t *ticket)
 {
-	if ((sig_raddr & 7) || !kinet_dev_peer_size_ok(g, size, KINET_DEV_PEER_PUT_BYTES_PER_THREAD))
-		return KINET_DEV_PEER_MISS;
-	const struct kinet_dev_peer_need need[3] = {
+	if ((sig_raddr & 7) || !kinet_devi_peer_size_ok(g, size, KINET_DEV_PEER_PUT_BYTES_PER_THREAD))
+		return KINET_DEVI_PEER_MISS;
+	const struct kinet_devi_peer_need need[3] = {
 		{1, sig_rkey, sig_raddr, 8, KINET_ACCESS_REMOTE_ATOMIC},
 		{1, rkey, raddr, size, KINET_ACCESS_REMOTE_WRITE},
 		{0, lkey, (uint64_t)(uintptr_t)laddr, size, 0},
 	};
 	uint8_t *ptr[3];
 	uint64_t tk;
-	int st = kinet_dev_peer_resolve(g, qp, need, size ? 3 : 1, ptr, &tk);
+	int st = kinet_devi_peer_resolve(g, qp, need, size ? 3 : 1, ptr, &tk);
 	if (st)
-		return kinet_dev_peer_done(st, tk, ticket);
+		return kinet_devi_peer_done(st, tk, ticket);
 	if (size)
-		kinet_dev_copy_group(g, ptr[1], ptr[2], size);
-	kinet_dev_group_sync(g);
-	if (kinet_dev_group_rank(g) == 0) {
+		kinet_devi_copy_group(g, ptr[1], ptr[2], size);
+	kinet_devi_group_sync(g);
+	if (kinet_devi_group_rank(g) == 0) {
 		/* Release: the data (and the group's, synchronised by the
 		 * barrier: fences are cumulative) before the signal. */
 		kinet_dev_fence_release_sys();
-		kinet_dev_red_add_u64_sys((uint64_t *)(void *)ptr[0], add);
+		kinet_devi_red_add_u64_sys((uint64_t *)(void *)ptr[0], add);
 	}
-	return kinet_dev_peer_done(0, tk, ticket);
+	return kinet_devi_peer_done(0, tk, ticket);
 }
 
 /* Completion of peer stores before a wait, test or quiet looks at the send
  * queue (no-op for a QP without the peer path). */
-KINET_DEV_FN void kinet_dev_peer_complete(const struct kinet_dev_qp *qp)
+KINET_DEV_FN void kinet_devi_peer_complete(const struct kinet_dev_qp *qp)
 {
 	if (qp->peer)
 		kinet_dev_fence_sys();
 }
 
-#endif /* KINET_DEVICE_PEER_CUH */
+#endif /* KINET_DEVICE_IMPL_PEER_CUH */
