@@ -4,9 +4,17 @@
  * the rings and doorbells they point to stay in host-mapped memory.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "internal.h"
+
+/* Device code reads sq_ready and sq_done with one 16-byte load, and the
+ * peer keys from a 128-byte line of their own (peer.cuh). */
+_Static_assert(offsetof(struct kinet_dev_qp, sq_ready) % 16 == 0 &&
+		       offsetof(struct kinet_dev_qp, sq_done) == offsetof(struct kinet_dev_qp, sq_ready) + 8,
+	       "sq_ready, sq_done: one aligned 16-byte pair");
+_Static_assert(offsetof(struct kinet_dev_qp, peer_key) % 128 == 0, "peer_key: a line of its own");
 
 /* Largest inline payload of a one-BB write WQE: ctrl, raddr, 4-byte header. */
 #define DEV_MAX_INLINE (KINET_WQE_BB_SIZE - 16 - 16 - 4)

@@ -120,6 +120,22 @@ static void table_publish(struct kinet_peer_link *l, uint32_t *field, uint32_t v
 		table_write(l, field, &v, sizeof(v));
 }
 
+/* A key of slot < KINET_DEV_PEER_HOT_KEYS goes to the QP descriptor's copy
+ * too (kinet_dev_qp.peer_key), after the table's: a reader that finds it
+ * there finds the record; revocations zero both before returning. */
+static void hot_key_publish(struct kinet_peer_link *l, int side, uint32_t slot, uint32_t v)
+{
+	uint32_t *field;
+
+	if (slot >= KINET_DEV_PEER_HOT_KEYS)
+		return;
+	field = &l->qp->dev->peer_key[side][slot];
+	if (l->qp->ctx->cuda_device < 0)
+		__atomic_store_n(field, v, __ATOMIC_RELEASE);
+	else
+		kinet_dev_copy_in(l->qp->ctx, field, &v, sizeof(v));
+}
+
 bool kinet_peer_window_in_process(const struct kinet_ctx *viewer, uint64_t addr, uint64_t length,
 				  uint32_t access, enum kinet_mem_type type, int cuda_device,
 				  struct kinet_dev_window *w)
@@ -170,10 +186,15 @@ static void window_put(struct kinet_peer_link *l, int side, uint32_t key, const 
 		return;
 	}
 	/* Fields, then the key, then the count: a reader that finds the key
-	 * finds the fields (slots are written once). */
-	if (table_write(l, &t->win[slot], w, sizeof(*w)))
+	 * finds the fields (slots are written once).  Device code may read a
+	 * record before its key (to save a round trip); live, in the same
+	 * 16 bytes as delta and access, says that half was written. */
+	struct kinet_dev_window rec = *w;
+	rec.live = 1;
+	if (table_write(l, &t->win[slot], &rec, sizeof(rec)))
 		return;
 	table_publish(l, &t->key[slot], key);
+	hot_key_publish(l, side, slot, key);
 	l->slot_key[side][slot] = key;
 	l->count[side] = slot + 1;
 	table_publish(l, &t->count, slot + 1);
@@ -204,6 +225,7 @@ static void windows_revoke(struct kinet_peer_link *l, int side, uint32_t key)
 	for (uint32_t i = 0; i < l->count[side]; i++) {
 		if (!l->slot_key[side][i] || (key && l->slot_key[side][i] != key))
 			continue;
+		hot_key_publish(l, side, i, 0);
 		table_publish(l, &t->key[i], 0);
 		l->slot_key[side][i] = 0;
 	}

@@ -227,6 +227,94 @@ KT_TEST(windows_follow_registration)
 	free(mem);
 }
 
+/* Window records as device code reads them: a key in any slot is found,
+ * key 0 names nothing, and a record read half-written (live or length
+ * still zero: device code reads early slots before their keys) misses. */
+KT_TEST(window_records)
+{
+	static struct kinet_dev_window_table t;
+	uint32_t first[4];
+	uint8_t *ptr = NULL;
+	memset(&t, 0, sizeof(t));
+	for (uint32_t i = 0; i < 9; i++) {
+		t.win[i].addr = 0x10000 * (i + 1);
+		t.win[i].length = 0x1000;
+		t.win[i].delta = 0x100;
+		t.win[i].access = KINET_ACCESS_REMOTE_WRITE;
+		t.win[i].live = 1;
+		t.key[i] = 100 + i;
+	}
+	t.count = 9;
+	memcpy(first, t.key, sizeof(first));
+	for (uint32_t i = 0; i < 9; i++)
+		KT_CHECK_EQ(kinet_devi_window_slot(&t, first, 100 + i), (int)i);
+	KT_CHECK_EQ(kinet_devi_window_slot(&t, first, 0), -1);
+	KT_CHECK_EQ(kinet_devi_window_slot(&t, first, 109), -1); /* beyond count */
+	struct kinet_dev_window w;
+	kinet_devi_window_read(&t.win[5], &w);
+	KT_CHECK_EQ(kinet_devi_window_check(&w, 0x60010, 16, KINET_ACCESS_REMOTE_WRITE, &ptr), 0);
+	KT_CHECK_EQ((uint64_t)(uintptr_t)ptr, 0x60110);
+	KT_CHECK_EQ(kinet_devi_window_check(&w, 0x60ff8, 16, KINET_ACCESS_REMOTE_WRITE, &ptr),
+		    KINET_DEVI_PEER_MISS);
+	KT_CHECK_EQ(kinet_devi_window_check(&w, 0x60010, 16, KINET_ACCESS_REMOTE_READ, &ptr),
+		    KINET_DEVI_PEER_MISS);
+	w.live = 0; /* second half not yet written */
+	KT_CHECK_EQ(kinet_devi_window_check(&w, 0x60010, 16, KINET_ACCESS_REMOTE_WRITE, &ptr),
+		    KINET_DEVI_PEER_MISS);
+	kinet_devi_window_read(&t.win[5], &w);
+	w.addr = w.length = 0; /* first half not yet written */
+	KT_CHECK_EQ(kinet_devi_window_check(&w, 0, 8, 0, &ptr), KINET_DEVI_PEER_MISS);
+}
+
+/* Regions in every slot of the target's table, so keys are found both in
+ * the slots device code reads early and in later ones, for verbs of one,
+ * two and three windows; the engines are paused, so each took the peer
+ * path. */
+KT_TEST(windows_many_slots)
+{
+	enum { NREG = 7 };
+	struct fx f;
+	struct kinet_mr *mr[NREG] = {NULL};
+	uint8_t *mem[NREG];
+	uint64_t tk = 0, sig = 0;
+	KT_OK(fx_open(&f, "force", 1000, KINET_SHARE_EXCLUSIVE));
+	for (int i = 0; i < NREG; i++) {
+		mem[i] = (uint8_t *)aligned_alloc(64, 4096);
+		KT_CHECK(mem[i] != NULL);
+		memset(mem[i], 0, 4096);
+		KT_OK(kinet_mr_reg(f.p.ctx[1], mem[i], 4096, KD_ACC_ALL, &mr[i]));
+	}
+	fx_pause(&f, 1);
+	for (int i = 0; i < NREG; i++) {
+		uint64_t v = 0x5000 + (uint64_t)i, *old = (uint64_t *)(void *)(f.a.p + 8192);
+		uint32_t key = kinet_mr_rkey(mr[i]);
+		KT_OK(kinet_dev_put_inline(f.d, &v, 8, (uint64_t)(uintptr_t)(mem[i] + 8), key, &tk));
+		kd_pattern(f.a.p, 256, (uint32_t)i);
+		KT_OK(kinet_dev_put(f.d, f.a.p, f.a.key, (uint64_t)(uintptr_t)(mem[i] + 64), key, 256, &tk));
+		KT_OK(kinet_dev_put_signal(f.d, f.a.p, f.a.key, (uint64_t)(uintptr_t)(mem[i] + 512), key, 256,
+					   (uint64_t)(uintptr_t)(mem[(i + 3) % NREG] + 16),
+					   kinet_mr_rkey(mr[(i + 3) % NREG]), 1, &tk));
+		*old = 77;
+		KT_OK(kinet_dev_fetch_add(f.d, old, f.a.key, (uint64_t)(uintptr_t)(mem[i] + 24), key, 5,
+					  &tk));
+		KT_OK(kinet_dev_quiet(f.d));
+		KT_CHECK_EQ(*(uint64_t *)(void *)(mem[i] + 8), v);
+		KT_CHECK(memcmp(mem[i] + 64, f.a.p, 256) == 0);
+		KT_CHECK(memcmp(mem[i] + 512, f.a.p, 256) == 0);
+		KT_CHECK_EQ(*(uint64_t *)(void *)(mem[i] + 24), 5);
+		KT_CHECK_EQ(*old, 0);
+	}
+	for (int i = 0; i < NREG; i++)
+		sig += *(uint64_t *)(void *)(mem[i] + 16);
+	KT_CHECK_EQ(sig, NREG);
+	fx_pause(&f, 0);
+	for (int i = 0; i < NREG; i++) {
+		KT_OK(kinet_mr_dereg(mr[i]));
+		free(mem[i]);
+	}
+	fx_close(&f);
+}
+
 struct resume_arg {
 	struct fx *f;
 	int ms;
@@ -353,4 +441,4 @@ KT_TEST(target_context_closed)
 }
 
 KT_MAIN(path_selection, verbs_engines_paused, protection_same_as_engine, windows_follow_registration,
-	order_engine_then_peer, atomics_hammer, target_context_closed)
+	window_records, windows_many_slots, order_engine_then_peer, atomics_hammer, target_context_closed)

@@ -48,49 +48,53 @@ struct pp_args {
 	uint64_t *fail_at;
 };
 
-KINET_DEV_FN int pp_send(const struct pp_args *a, const struct pp_side *s, uint64_t round)
+KINET_DEV_FN int pp_send(int op, uint64_t size, const struct pp_side *s, uint64_t round)
 {
-	if (a->op == PERF_OP_PUT_SIGNAL)
-		return kinet_dev_put_signal(s->qp, s->src, s->lkey, s->rdata, s->rkey, a->size, s->rflag,
+	if (op == PERF_OP_PUT_SIGNAL)
+		return kinet_dev_put_signal(s->qp, s->src, s->lkey, s->rdata, s->rkey, size, s->rflag,
 					    s->rkey, 1, NULL);
 	return kinet_dev_put_inline(s->qp, &round, 8, s->rflag, s->rkey, NULL);
 }
 
-KINET_DEV_FN void pp_body(struct pp_args *a, int b)
+/* The arguments by value and the side picked with a select: device code
+ * keeps them in registers (indexing the kernel's parameters with b would
+ * put them on the stack, and every round would then reload them from L2
+ * after the wait's acquire, a cost of the benchmark, not of kinet). */
+KINET_DEV_FN void pp_body(struct pp_args a, int b)
 {
-	const struct pp_side *s = &a->side[b];
-	uint64_t n = a->warmup + a->iters, old = 0;
+	const struct pp_side s = b ? a.side[1] : a.side[0];
+	uint64_t n = a.warmup + a.iters, old = 0;
 	for (uint64_t i = 1; i <= n; i++) {
 		uint64_t t0 = kinet_dev_now_ns();
 		int st = 0;
 		if (b)
-			st = kinet_dev_signal_wait_until(s->qp, s->flag, KINET_DEV_CMP_GE, i, &old);
+			st = kinet_dev_signal_wait_until(s.qp, s.flag, KINET_DEV_CMP_GE, i, &old);
 		if (!st)
-			st = pp_send(a, s, i);
+			st = pp_send(a.op, a.size, &s, i);
 		if (!st && !b)
-			st = kinet_dev_signal_wait_until(s->qp, s->flag, KINET_DEV_CMP_GE, i, &old);
+			st = kinet_dev_signal_wait_until(s.qp, s.flag, KINET_DEV_CMP_GE, i, &old);
 		if (st) {
-			if (kinet_devi_atomic_cas_u32(a->status, 0, (uint32_t)st) == 0)
-				kinet_devi_store_relaxed_u64(a->fail_at, i);
+			if (kinet_devi_atomic_cas_u32(a.status, 0, (uint32_t)st) == 0)
+				kinet_devi_store_relaxed_u64(a.fail_at, i);
 			return;
 		}
-		if (!b && i > a->warmup)
-			a->samples[i - 1 - a->warmup] = kinet_dev_now_ns() - t0;
+		if (!b && i > a.warmup)
+			a.samples[i - 1 - a.warmup] = kinet_dev_now_ns() - t0;
 	}
 	/* The last sends complete before the kernel ends (the engine path
 	 * still holds their WQEs). */
-	kinet_dev_quiet(s->qp);
+	kinet_dev_quiet(s.qp);
 }
 
 #if defined(KINET_HOST_EMU)
 static void pp_emu(void *p)
 {
-	pp_body((struct pp_args *)p, (int)kinet_dev_block_id());
+	pp_body(*(struct pp_args *)p, (int)kinet_dev_block_id());
 }
 #else
 __global__ void pp_kernel(struct pp_args a, int b)
 {
-	pp_body(&a, b);
+	pp_body(a, b);
 }
 #endif
 

@@ -105,7 +105,17 @@ struct kinet_dev_qp {
 	 * and stores (GPUs of one host, or host-mapped memory); NULL for a QP
 	 * that only posts WQEs.  Set by the host at connect or export. */
 	struct kinet_dev_peer *peer;
+	/* The first KINET_DEV_PEER_HOT_KEYS keys of the local [0] and remote
+	 * [1] tables, kept equal to them by the host: read with the fields
+	 * above, in one round trip, they spare a verb the one to the table.
+	 * In a 128-byte line of their own (offset 256), not the counters':
+	 * every thread posting on a shared QP reads both lines, and one L2
+	 * line serves a bounded number of requests per clock. */
+	uint8_t pad3[32];
+	uint32_t peer_key[2][4];
 };
+
+#define KINET_DEV_PEER_HOT_KEYS 4
 
 /* Windows a peer-path QP may touch directly, up to KINET_DEV_PEER_WINDOWS
  * per side.  A slot is written once (fields, then key with a release) and
@@ -121,7 +131,7 @@ struct kinet_dev_window {
 	uint64_t length; /* registered bytes */
 	uint64_t delta;	 /* device-usable pointer = address + delta */
 	uint32_t access; /* enum kinet_access bits usable through the window */
-	uint32_t pad;
+	uint32_t live;	 /* 1 in every filled slot: a record read half-written fails */
 };
 
 struct kinet_dev_window_table {

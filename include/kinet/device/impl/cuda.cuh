@@ -104,6 +104,11 @@ KINET_DEV_FN uint64_t kinet_devi_load_relaxed_u64_gpu(const uint64_t *p)
 	asm volatile("ld.relaxed.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
 	return v;
 }
+/* Two adjacent 64-bit words (16-byte aligned) in one request. */
+KINET_DEV_FN void kinet_devi_load_relaxed_u64x2_gpu(const uint64_t *p, uint64_t v[2])
+{
+	asm volatile("ld.relaxed.gpu.v2.u64 {%0, %1}, [%2];" : "=l"(v[0]), "=l"(v[1]) : "l"(p) : "memory");
+}
 KINET_DEV_FN uint32_t kinet_devi_load_relaxed_u32_gpu(const uint32_t *p)
 {
 	uint32_t v;

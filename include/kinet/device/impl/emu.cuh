@@ -134,6 +134,12 @@ KINET_DEV_FN uint64_t kinet_devi_load_relaxed_u64_gpu(const uint64_t *p)
 {
 	return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
+/* Two adjacent 64-bit words (16-byte aligned) in one request. */
+KINET_DEV_FN void kinet_devi_load_relaxed_u64x2_gpu(const uint64_t *p, uint64_t v[2])
+{
+	v[0] = __atomic_load_n(&p[0], __ATOMIC_RELAXED);
+	v[1] = __atomic_load_n(&p[1], __ATOMIC_RELAXED);
+}
 KINET_DEV_FN uint32_t kinet_devi_load_relaxed_u32_gpu(const uint32_t *p)
 {
 	return __atomic_load_n(p, __ATOMIC_RELAXED);

@@ -79,17 +79,43 @@ KINET_DEV_FN int kinet_devi_peer_size_ok(int g, uint64_t size, uint64_t per_thre
 #endif
 }
 
-/* 0 and *ptr (device-usable) when [addr, addr+len) lies inside a live window
- * of t keyed key with every right in need, else KINET_DEVI_PEER_MISS.  The
- * slot count and window fields may come from any cache: slots are written
- * before their key and never reused, and a stale (zero) window fails the
- * range check.  Keys are read at GPU scope, four per load; the first four
- * (first[], loaded by the caller with everything else it needs) usually
- * hold them all. */
-KINET_DEV_FN int kinet_devi_window_find(const struct kinet_dev_window_table *t, const uint32_t first[4],
-					uint32_t key, uint64_t addr, uint64_t len, uint32_t need,
-					uint8_t **ptr)
+/* A window's record as two 16-byte loads: {addr, length} and {delta,
+ * access, live}.  Records may come from any cache: slots are written once,
+ * before their key, and never reused; a record read before it was written
+ * (or half of it: an L1 may hold one half from before) has length 0 or
+ * live 0, which fails the check. */
+KINET_DEV_FN void kinet_devi_window_read(const struct kinet_dev_window *w, struct kinet_dev_window *out)
 {
+#if defined(KINET_HOST_EMU)
+	/* The host fills slots while device threads read others. */
+	out->addr = __atomic_load_n(&w->addr, __ATOMIC_RELAXED);
+	out->length = __atomic_load_n(&w->length, __ATOMIC_RELAXED);
+	out->delta = __atomic_load_n(&w->delta, __ATOMIC_RELAXED);
+	out->access = __atomic_load_n(&w->access, __ATOMIC_RELAXED);
+	out->live = __atomic_load_n(&w->live, __ATOMIC_RELAXED);
+#else
+	const ulonglong2 *v = (const ulonglong2 *)(const void *)w;
+	ulonglong2 a = v[0], b = v[1];
+	out->addr = a.x;
+	out->length = a.y;
+	out->delta = b.x;
+	out->access = (uint32_t)b.y;
+	out->live = (uint32_t)(b.y >> 32);
+#endif
+}
+
+/* The slot of t keyed key, or -1.  Keys are read at GPU scope (a revoked
+ * key is seen at once), four per load; first[] holds slots 0-3, loaded by
+ * the caller with everything else it needs, and usually has the key.  Key
+ * 0 names no region (empty and revoked slots hold it). */
+KINET_DEV_FN int kinet_devi_window_slot(const struct kinet_dev_window_table *t, const uint32_t first[4],
+					uint32_t key)
+{
+	if (!key)
+		return -1;
+	for (int j = 0; j < 4; j++)
+		if (first[j] == key)
+			return j;
 #if defined(KINET_HOST_EMU)
 	uint32_t n = __atomic_load_n(&t->count, __ATOMIC_RELAXED); /* the host publishes it concurrently */
 #else
@@ -97,25 +123,26 @@ KINET_DEV_FN int kinet_devi_window_find(const struct kinet_dev_window_table *t, 
 #endif
 	if (n > KINET_DEV_PEER_WINDOWS)
 		n = KINET_DEV_PEER_WINDOWS;
-	for (uint32_t i = 0; i < n; i += 4) {
+	for (uint32_t i = 4; i < n; i += 4) {
 		uint32_t k[4];
-		if (i)
-			kinet_devi_load_coherent_u32x4(&t->key[i], k);
-		else
-			for (int j = 0; j < 4; j++)
-				k[j] = first[j];
-		for (uint32_t j = 0; j < 4 && i + j < n; j++) {
-			if (k[j] != key)
-				continue;
-			const struct kinet_dev_window *w = &t->win[i + j];
-			if (addr < w->addr || len > w->length || addr - w->addr > w->length - len ||
-			    (w->access & need) != need)
-				return KINET_DEVI_PEER_MISS;
-			*ptr = (uint8_t *)(uintptr_t)(addr + w->delta);
-			return 0;
-		}
+		kinet_devi_load_coherent_u32x4(&t->key[i], k);
+		for (uint32_t j = 0; j < 4 && i + j < n; j++)
+			if (k[j] == key)
+				return (int)(i + j);
 	}
-	return KINET_DEVI_PEER_MISS;
+	return -1;
+}
+
+/* 0 and *ptr (device-usable) when [addr, addr+len) lies inside the window
+ * w with every right in need, else KINET_DEVI_PEER_MISS. */
+KINET_DEV_FN int kinet_devi_window_check(const struct kinet_dev_window *w, uint64_t addr, uint64_t len,
+					 uint32_t need, uint8_t **ptr)
+{
+	if (!w->live || addr < w->addr || len > w->length || addr - w->addr > w->length - len ||
+	    (w->access & need) != need)
+		return KINET_DEVI_PEER_MISS;
+	*ptr = (uint8_t *)(uintptr_t)(addr + w->delta);
+	return 0;
 }
 
 /* 1 when every WQE committed on the QP is complete; *ready: the commit
@@ -138,6 +165,35 @@ KINET_DEV_FN int kinet_devi_peer_drain(struct kinet_dev_qp *qp, uint64_t *ticket
 	return kinet_dev_sq_wait(qp, *ticket);
 }
 
+/* What a peer verb reads of its QP before it takes any branch, so that all
+ * of it comes in one round trip to L2 (a verb's latency is its number of
+ * dependent round trips, ~150 ns each on an H200, and after any acquire
+ * the L1 holds nothing of the QP): the table pointer, the first keys of
+ * both tables (the descriptor's copies, read at GPU scope so a revoked
+ * key is seen at once) and the send queue's counters. */
+struct kinet_devi_peer_view {
+	const struct kinet_dev_peer *pt; /* NULL: not a peer QP */
+	uint32_t key[2][4];		 /* local, remote: slots 0-3 */
+	uint32_t max_inline, sharing, err;
+	uint64_t ready, done;
+};
+
+KINET_DEV_FN void kinet_devi_peer_view_load(const struct kinet_dev_qp *qp, struct kinet_devi_peer_view *v)
+{
+	v->pt = qp->peer;
+	v->max_inline = qp->max_inline;
+	v->sharing = qp->sharing;
+	kinet_devi_load_coherent_u32x4(qp->peer_key[0], v->key[0]);
+	kinet_devi_load_coherent_u32x4(qp->peer_key[1], v->key[1]);
+	/* GPU scope whatever the sharing (no branch before the loads); the
+	 * acquire of kinet_devi_peer_resolve orders what they allow. */
+	uint64_t rd[2]; /* sq_ready, sq_done: adjacent, one request */
+	kinet_devi_load_relaxed_u64x2_gpu(&qp->sq_ready, rd);
+	v->err = kinet_devi_load_relaxed_u32_gpu(&qp->sq_error);
+	v->ready = rd[0];
+	v->done = rd[1];
+}
+
 /* One window a peer operation needs: which table, key, range and right. */
 struct kinet_devi_peer_need {
 	int remote; /* 1: the target's table (rkey), 0: the initiator's (lkey) */
@@ -152,42 +208,40 @@ struct kinet_devi_peer_need {
 /* Rank 0 looks up each of the n needs and, when all are met, drains the
  * send queue once; the group gets its decision and the device pointers
  * (ptr[i] for need[i]), so a key revoked while the group looks cannot
- * split it. */
-KINET_DEV_FN int kinet_devi_peer_resolve(int g, struct kinet_dev_qp *qp,
+ * split it.  v: the verb's view of the QP (rank 0's is used).  With keys
+ * among the first four, the records of every need are the one further
+ * round trip, taken together; the checks branch only after. */
+KINET_DEV_FN int kinet_devi_peer_resolve(int g, struct kinet_dev_qp *qp, const struct kinet_devi_peer_view *v,
 					 const struct kinet_devi_peer_need *need, int n, uint8_t **ptr,
 					 uint64_t *ticket)
 {
 	int st = 0, unused = 0;
 	uint64_t p[KINET_DEVI_PEER_MAX_NEEDS] = {0, 0, 0}, tk = 0;
 	if (kinet_devi_group_rank(g) == 0) {
-		/* The send queue's counters and the windows' keys in one round
-		 * of independent loads (an operation's latency is a few of
-		 * these round trips); the acquire comes once, after. */
-		int scope = kinet_devi_qp_scope(qp);
-		const struct kinet_dev_peer *pt = qp->peer;
-		uint32_t first[2][4];
-		kinet_devi_load_coherent_u32x4(pt->local.key, first[0]);
-		kinet_devi_load_coherent_u32x4(pt->remote.key, first[1]);
-		uint32_t err = scope == KINET_DEVI_SCOPE_THREAD
-				       ? qp->sq_error
-				       : kinet_devi_load_relaxed_u32_gpu(&qp->sq_error);
-		uint64_t ready = scope == KINET_DEVI_SCOPE_THREAD
-					 ? qp->sq_ready
-					 : kinet_devi_load_relaxed_u64_gpu(&qp->sq_ready);
-		uint64_t done = scope == KINET_DEVI_SCOPE_THREAD
-					? qp->sq_done
-					: kinet_devi_load_relaxed_u64_gpu(&qp->sq_done);
+		const struct kinet_dev_window_table *tab[2] = {&v->pt->local, &v->pt->remote};
+		int slot[KINET_DEVI_PEER_MAX_NEEDS];
+		struct kinet_dev_window rec[KINET_DEVI_PEER_MAX_NEEDS];
+		for (int i = 0; i < n; i++)
+			slot[i] = kinet_devi_window_slot(tab[need[i].remote], v->key[need[i].remote],
+							 need[i].key);
+		for (int i = 0; i < n; i++) {
+			if (slot[i] < 0)
+				st = KINET_DEVI_PEER_MISS;
+			else
+				kinet_devi_window_read(&tab[need[i].remote]->win[slot[i]], &rec[i]);
+		}
 		for (int i = 0; i < n && !st; i++) {
-			const struct kinet_devi_peer_need *x = &need[i];
 			uint8_t *w = NULL;
-			st = kinet_devi_window_find(x->remote ? &pt->remote : &pt->local, first[x->remote],
-						    x->key, x->addr, x->len, x->right, &w);
+			st = kinet_devi_window_check(&rec[i], need[i].addr, need[i].len, need[i].right, &w);
 			p[i] = (uint64_t)(uintptr_t)w;
 		}
-		if (!st && !err && done >= ready) {
-			if (ready) /* those WQEs' effects before ours */
-				kinet_devi_scoped_fence_acquire(scope);
-			tk = ready;
+		if (!st && !v->err && v->done >= v->ready) {
+			if (v->ready) /* those WQEs' effects before ours */
+				kinet_devi_scoped_fence_acquire(
+					v->sharing == KINET_SHARE_EXCLUSIVE ? KINET_DEVI_SCOPE_THREAD
+					: v->sharing == KINET_SHARE_CTA	    ? KINET_DEVI_SCOPE_CTA
+									    : KINET_DEVI_SCOPE_GPU);
+			tk = v->ready;
 		} else if (!st) {
 			st = kinet_devi_peer_drain(qp, &tk);
 		}
@@ -213,7 +267,9 @@ KINET_DEV_FN int kinet_devi_peer_done(int st, uint64_t tk, uint64_t *ticket)
 KINET_DEV_FN int kinet_devi_peer_put_g(int g, struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey,
 				       uint64_t raddr, uint32_t rkey, uint64_t size, uint64_t *ticket)
 {
-	if (!size || !kinet_devi_peer_size_ok(g, size, KINET_DEV_PEER_PUT_BYTES_PER_THREAD))
+	struct kinet_devi_peer_view v;
+	kinet_devi_peer_view_load(qp, &v);
+	if (!v.pt || !size || !kinet_devi_peer_size_ok(g, size, KINET_DEV_PEER_PUT_BYTES_PER_THREAD))
 		return KINET_DEVI_PEER_MISS;
 	const struct kinet_devi_peer_need need[2] = {
 		{1, rkey, raddr, size, KINET_ACCESS_REMOTE_WRITE},
@@ -221,7 +277,7 @@ KINET_DEV_FN int kinet_devi_peer_put_g(int g, struct kinet_dev_qp *qp, const voi
 	};
 	uint8_t *ptr[2];
 	uint64_t tk;
-	int st = kinet_devi_peer_resolve(g, qp, need, 2, ptr, &tk);
+	int st = kinet_devi_peer_resolve(g, qp, &v, need, 2, ptr, &tk);
 	if (!st)
 		kinet_devi_copy_group(g, ptr[0], ptr[1], size);
 	return kinet_devi_peer_done(st, tk, ticket);
@@ -231,12 +287,14 @@ KINET_DEV_FN int kinet_devi_peer_put_g(int g, struct kinet_dev_qp *qp, const voi
 KINET_DEV_FN int kinet_devi_peer_put_inline_g(int g, struct kinet_dev_qp *qp, const void *data, uint32_t size,
 					      uint64_t raddr, uint32_t rkey, uint64_t *ticket)
 {
-	if (!size)
+	struct kinet_devi_peer_view v;
+	kinet_devi_peer_view_load(qp, &v);
+	if (!v.pt || !size || size > v.max_inline || size > KINET_DEV_MAX_INLINE)
 		return KINET_DEVI_PEER_MISS;
 	const struct kinet_devi_peer_need need = {1, rkey, raddr, size, KINET_ACCESS_REMOTE_WRITE};
 	uint8_t *dst;
 	uint64_t tk;
-	int st = kinet_devi_peer_resolve(g, qp, &need, 1, &dst, &tk);
+	int st = kinet_devi_peer_resolve(g, qp, &v, &need, 1, &dst, &tk);
 	if (!st && kinet_devi_group_rank(g) == 0) {
 		if (size == 8 && ((((uintptr_t)dst | (uintptr_t)data) & 7) == 0))
 			*(volatile uint64_t *)dst = *(const uint64_t *)data;
@@ -251,7 +309,9 @@ KINET_DEV_FN int kinet_devi_peer_put_inline_g(int g, struct kinet_dev_qp *qp, co
 KINET_DEV_FN int kinet_devi_peer_get_g(int g, struct kinet_dev_qp *qp, void *laddr, uint32_t lkey,
 				       uint64_t raddr, uint32_t rkey, uint64_t size, uint64_t *ticket)
 {
-	if (!size || !kinet_devi_peer_size_ok(g, size, KINET_DEV_PEER_GET_BYTES_PER_THREAD))
+	struct kinet_devi_peer_view v;
+	kinet_devi_peer_view_load(qp, &v);
+	if (!v.pt || !size || !kinet_devi_peer_size_ok(g, size, KINET_DEV_PEER_GET_BYTES_PER_THREAD))
 		return KINET_DEVI_PEER_MISS;
 	const struct kinet_devi_peer_need need[2] = {
 		{1, rkey, raddr, size, KINET_ACCESS_REMOTE_READ},
@@ -259,7 +319,7 @@ KINET_DEV_FN int kinet_devi_peer_get_g(int g, struct kinet_dev_qp *qp, void *lad
 	};
 	uint8_t *ptr[2];
 	uint64_t tk;
-	int st = kinet_devi_peer_resolve(g, qp, need, 2, ptr, &tk);
+	int st = kinet_devi_peer_resolve(g, qp, &v, need, 2, ptr, &tk);
 	if (!st) {
 		kinet_devi_copy_group(g, ptr[1], ptr[0], size);
 		kinet_devi_group_sync(g);
@@ -274,7 +334,9 @@ KINET_DEV_FN int kinet_devi_peer_atomic_g(int g, struct kinet_dev_qp *qp, int ca
 					  uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t compare_add,
 					  uint64_t swap, uint64_t *ticket)
 {
-	if ((raddr & 7) || ((uintptr_t)result & 7))
+	struct kinet_devi_peer_view v;
+	kinet_devi_peer_view_load(qp, &v);
+	if (!v.pt || (raddr & 7) || ((uintptr_t)result & 7))
 		return KINET_DEVI_PEER_MISS;
 	const struct kinet_devi_peer_need need[2] = {
 		{1, rkey, raddr, 8, KINET_ACCESS_REMOTE_ATOMIC},
@@ -282,7 +344,7 @@ KINET_DEV_FN int kinet_devi_peer_atomic_g(int g, struct kinet_dev_qp *qp, int ca
 	};
 	uint8_t *ptr[2];
 	uint64_t tk;
-	int st = kinet_devi_peer_resolve(g, qp, need, 2, ptr, &tk);
+	int st = kinet_devi_peer_resolve(g, qp, &v, need, 2, ptr, &tk);
 	if (!st) {
 		if (kinet_devi_group_rank(g) == 0) {
 			uint64_t *w = (uint64_t *)(void *)ptr[0];
@@ -303,7 +365,10 @@ KINET_DEV_FN int kinet_devi_peer_put_signal_g(int g, struct kinet_dev_qp *qp, co
 					      uint64_t sig_raddr, uint32_t sig_rkey, uint64_t add,
 					      uint64_t *ticket)
 {
-	if ((sig_raddr & 7) || !kinet_devi_peer_size_ok(g, size, KINET_DEV_PEER_PUT_BYTES_PER_THREAD))
+	struct kinet_devi_peer_view v;
+	kinet_devi_peer_view_load(qp, &v);
+	if (!v.pt || (sig_raddr & 7) ||
+	    !kinet_devi_peer_size_ok(g, size, KINET_DEV_PEER_PUT_BYTES_PER_THREAD))
 		return KINET_DEVI_PEER_MISS;
 	const struct kinet_devi_peer_need need[3] = {
 		{1, sig_rkey, sig_raddr, 8, KINET_ACCESS_REMOTE_ATOMIC},
@@ -312,7 +377,7 @@ KINET_DEV_FN int kinet_devi_peer_put_signal_g(int g, struct kinet_dev_qp *qp, co
 	};
 	uint8_t *ptr[3];
 	uint64_t tk;
-	int st = kinet_devi_peer_resolve(g, qp, need, size ? 3 : 1, ptr, &tk);
+	int st = kinet_devi_peer_resolve(g, qp, &v, need, size ? 3 : 1, ptr, &tk);
 	if (st)
 		return kinet_devi_peer_done(st, tk, ticket);
 	if (size)

@@ -14,7 +14,7 @@
 KINET_DEV_FN int kinet_devi_put_g(int g, struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey,
 				  uint64_t raddr, uint32_t rkey, uint64_t size, uint64_t *ticket)
 {
-	if (qp->peer) {
+	{ /* the peer path first (it reads the QP and misses on others) */
 		int st = kinet_devi_peer_put_g(g, qp, laddr, lkey, raddr, rkey, size, ticket);
 		if (st != KINET_DEVI_PEER_MISS)
 			return st;
@@ -28,14 +28,14 @@ KINET_DEV_FN int kinet_devi_put_g(int g, struct kinet_dev_qp *qp, const void *la
 KINET_DEV_FN int kinet_devi_put_inline_g(int g, struct kinet_dev_qp *qp, const void *data, uint32_t size,
 					 uint64_t raddr, uint32_t rkey, uint64_t *ticket)
 {
+	/* The peer path first: its one read of the QP covers max_inline, and
+	 * it misses on sizes that need EINVAL. */
+	int st = kinet_devi_peer_put_inline_g(g, qp, data, size, raddr, rkey, ticket);
+	if (st != KINET_DEVI_PEER_MISS)
+		return st;
 	uint32_t max = qp->max_inline < KINET_DEV_MAX_INLINE ? qp->max_inline : KINET_DEV_MAX_INLINE;
 	if (size > max)
 		return EINVAL;
-	if (qp->peer) {
-		int st = kinet_devi_peer_put_inline_g(g, qp, data, size, raddr, rkey, ticket);
-		if (st != KINET_DEVI_PEER_MISS)
-			return st;
-	}
 	struct kinet_devi_tail t;
 	kinet_devi_tail_init(&t, KINET_WQE_OP_RDMA_WRITE);
 	t.inl = data;
@@ -48,7 +48,7 @@ KINET_DEV_FN int kinet_devi_put_inline_g(int g, struct kinet_dev_qp *qp, const v
 KINET_DEV_FN int kinet_devi_get_g(int g, struct kinet_dev_qp *qp, void *laddr, uint32_t lkey, uint64_t raddr,
 				  uint32_t rkey, uint64_t size, uint64_t *ticket)
 {
-	if (qp->peer) {
+	{ /* the peer path first (it reads the QP and misses on others) */
 		int st = kinet_devi_peer_get_g(g, qp, laddr, lkey, raddr, rkey, size, ticket);
 		if (st != KINET_DEVI_PEER_MISS)
 			return st;

@@ -25,7 +25,7 @@ KINET_DEV_FN int kinet_devi_signal_g(int g, struct kinet_dev_qp *qp, uint64_t si
 {
 	if (!qp->scratch)
 		return EINVAL;
-	if (qp->peer) {
+	{ /* the peer path first (it reads the QP and misses on others) */
 		int st = kinet_devi_peer_put_signal_g(g, qp, NULL, 0, 0, 0, 0, sig_raddr, sig_rkey, add,
 						      ticket);
 		if (st != KINET_DEVI_PEER_MISS)
@@ -42,7 +42,7 @@ KINET_DEV_FN int kinet_devi_put_signal_g(int g, struct kinet_dev_qp *qp, const v
 {
 	if (!qp->scratch)
 		return EINVAL;
-	if (qp->peer) {
+	{ /* the peer path first (it reads the QP and misses on others) */
 		int st = kinet_devi_peer_put_signal_g(g, qp, laddr, lkey, raddr, rkey, size, sig_raddr,
 						      sig_rkey, add, ticket);
 		if (st != KINET_DEVI_PEER_MISS)
