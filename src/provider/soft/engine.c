@@ -62,6 +62,13 @@ static void *engine_main(void *arg)
 		}
 		unsigned kicks = atomic_load(&t->kicks);
 		pthread_mutex_lock(&t->lock);
+		/* Again under the lock: kinet_engine_pause may have come and
+		 * gone (lock, unlock) between the check above and the lock, and
+		 * it promises that no pass starts after it returns. */
+		if (atomic_load_explicit(&e->paused, memory_order_acquire)) {
+			pthread_mutex_unlock(&t->lock);
+			continue;
+		}
 		for (int i = 0; i < t->nqps; i++)
 			work += kinet_engine_progress_qp(t, t->qps[i]);
 		pthread_mutex_unlock(&t->lock);
