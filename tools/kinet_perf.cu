@@ -168,6 +168,43 @@ static int run_lat(struct perf_report *rep, struct perf_env *e, uint64_t size, i
 	return rc;
 }
 
+/* Engine counters of ctx's threads (at most PERF_MAX_ENGINES); 0 when the
+ * provider has no engine threads. */
+#define PERF_MAX_ENGINES 256
+static int engine_snapshot(struct kinet_ctx *ctx, struct kinet_engine_stats *s)
+{
+	int n = kinet_ctx_engine_stats(ctx, 0, &s[0]);
+	if (n <= 0)
+		return 0;
+	if (n > PERF_MAX_ENGINES)
+		n = PERF_MAX_ENGINES;
+	for (int i = 1; i < n; i++)
+		if (kinet_ctx_engine_stats(ctx, i, &s[i]) < 0)
+			return 0;
+	return n;
+}
+
+/* Where the limit is: how busy the engine threads were over wall_ns. */
+static void engine_usage(struct perf_result *x, int n, const struct kinet_engine_stats *a,
+			 const struct kinet_engine_stats *b, uint64_t wall_ns)
+{
+	double busy = 0, wqes = 0, max = 0;
+	if (n <= 0 || !wall_ns)
+		return;
+	for (int i = 0; i < n; i++) {
+		double f = (double)(b[i].busy_ns - a[i].busy_ns) / (double)wall_ns;
+		busy += (double)(b[i].busy_ns - a[i].busy_ns);
+		wqes += (double)(b[i].wqes - a[i].wqes);
+		if (f > max)
+			max = f;
+	}
+	x->have_engine = 1;
+	x->eng_busy_max = max;
+	x->eng_busy_mean = busy / ((double)wall_ns * n);
+	x->eng_wqes = wqes;
+	x->eng_ns_per_wqe = wqes > 0 ? busy / wqes : 0;
+}
+
 static int run_bw(struct perf_report *rep, struct perf_env *e, uint64_t size, int initiator)
 {
 	const struct perf_opts *o = e->o;
@@ -187,10 +224,16 @@ static int run_bw(struct perf_report *rep, struct perf_env *e, uint64_t size, in
 		x->sharing = KINET_SHARE_EXCLUSIVE;
 	}
 	if (!rc) {
+		static struct kinet_engine_stats before[PERF_MAX_ENGINES], after[PERF_MAX_ENGINES];
+		int neng = engine_snapshot(e->ctx, before);
+		uint64_t t0 = perf_now_ns();
 		if (initiator == PERF_INIT_GPU)
 			rc = perf_gpu_bw(e, warmup, iters, o->window, &elapsed, x->error, sizeof(x->error));
 		else
 			rc = perf_cpu_bw(e, warmup, iters, o->window, &elapsed, x->error, sizeof(x->error));
+		uint64_t t1 = perf_now_ns();
+		if (!rc && neng && engine_snapshot(e->ctx, after) == neng)
+			engine_usage(x, neng, before, after, t1 - t0);
 		rc = finish_point(e, rc, x->error, sizeof(x->error));
 	}
 	x->status = -rc;
@@ -327,6 +370,43 @@ static int check_peer_gpu(const struct perf_opts *o)
 	return 0;
 }
 
+/* Every size of the run, on the context env holds; 1 when a point failed. */
+static int run_sizes(struct perf_report *rep, struct perf_env *env, const struct perf_opts *po, int target)
+{
+	const struct perf_opts *o = po;
+	int failed = 0, rc;
+	for (int i = 0; i < o->nsizes; i++) {
+		uint64_t size = o->sizes[i];
+		if (target) {
+			/* The same points as rank 0, in the same order (and
+			 * the same buffer layout). */
+			if (o->mode == PERF_MODE_ITER) {
+				for (int p = 0; p < 3; p++)
+					failed |= serve_point(env, size, 1) != 0;
+				continue;
+			}
+			for (int init = PERF_INIT_GPU; init <= PERF_INIT_CPU; init <<= 1)
+				if (o->initiator & init)
+					failed |= serve_point(env, size, point_posters(o, init)) != 0;
+			continue;
+		}
+		if (o->mode == PERF_MODE_ITER) {
+			failed |= run_iter(rep, env, size) != 0;
+			continue;
+		}
+		for (int init = PERF_INIT_GPU; init <= PERF_INIT_CPU; init <<= 1) {
+			if (!(o->initiator & init))
+				continue;
+			if (o->mode == PERF_MODE_LAT || o->mode == PERF_MODE_PINGPONG)
+				rc = run_lat(rep, env, size, init);
+			else
+				rc = run_bw(rep, env, size, init);
+			failed |= rc != 0;
+		}
+	}
+	return failed;
+}
+
 int main(int argc, char **argv)
 {
 	struct perf_opts o;
@@ -410,43 +490,22 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	rc = perf_env_open_ctx(&env, &o);
-	if (rc) {
-		fprintf(stderr, "kinet-perf: rank %d: kinet_ctx_open: %s\n", o.rank, kinet_strerror(rc));
-		kinet_boot_fini(boot);
-		return 1;
-	}
-	env.boot = boot;
-	rep.provider = kinet_ctx_provider(env.ctx);
-
-	for (int i = 0; i < o.nsizes; i++) {
-		uint64_t size = o.sizes[i];
-		if (target) {
-			/* The same points as rank 0, in the same order (and
-			 * the same buffer layout). */
-			if (o.mode == PERF_MODE_ITER) {
-				for (int p = 0; p < 3; p++)
-					failed |= serve_point(&env, size, 1) != 0;
-				continue;
-			}
-			for (int init = PERF_INIT_GPU; init <= PERF_INIT_CPU; init <<= 1)
-				if (o.initiator & init)
-					failed |= serve_point(&env, size, point_posters(&o, init)) != 0;
-			continue;
+	/* One run per engine-thread count of the sweep (a context each). */
+	for (int ei = 0; ei < (o.nengines ? o.nengines : 1); ei++) {
+		if (o.nengines)
+			o.engine_threads = o.engine_list[ei];
+		rc = perf_env_open_ctx(&env, &o);
+		if (rc) {
+			fprintf(stderr, "kinet-perf: rank %d: kinet_ctx_open: %s\n", o.rank,
+				kinet_strerror(rc));
+			kinet_boot_fini(boot);
+			return 1;
 		}
-		if (o.mode == PERF_MODE_ITER) {
-			failed |= run_iter(&rep, &env, size) != 0;
-			continue;
-		}
-		for (int init = PERF_INIT_GPU; init <= PERF_INIT_CPU; init <<= 1) {
-			if (!(o.initiator & init))
-				continue;
-			if (o.mode == PERF_MODE_LAT || o.mode == PERF_MODE_PINGPONG)
-				rc = run_lat(&rep, &env, size, init);
-			else
-				rc = run_bw(&rep, &env, size, init);
-			failed |= rc != 0;
-		}
+		env.boot = boot;
+		rep.provider = kinet_ctx_provider(env.ctx);
+		failed |= run_sizes(&rep, &env, &o, target);
+		if (ei + 1 < (o.nengines ? o.nengines : 1))
+			perf_env_close(&env);
 	}
 
 	if (!target) {

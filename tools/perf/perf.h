@@ -82,6 +82,10 @@ struct perf_opts {
 	int blocks;
 	int qps;
 	int engine_threads;
+	/* --engine-threads 1,2,4: the whole run once per count (a context
+	 * each); nengines 0: one run with engine_threads. */
+	int engine_list[16];
+	int nengines;
 	enum perf_group group; /* bw, rate: posting unit (GPU-initiated) */
 	enum kinet_db_mode db_mode;
 	int sharing; /* enum kinet_qp_sharing, or -1: derived from the layout */
@@ -160,6 +164,13 @@ struct perf_result {
 	double bw_gbs;	  /* 1e9 bytes per second */
 	double mops;	  /* 1e6 operations per second */
 	const char *path; /* data path of the initiator QPs; NULL: not known */
+	/* The engine threads over the run of the point (bw, rate; from
+	 * kinet_ctx_engine_stats before and after): the busiest thread's
+	 * share of the time in passes that found work, the mean share, and
+	 * busy engine time per WQE executed.  have_engine 0: not measured. */
+	int have_engine;
+	double eng_busy_max, eng_busy_mean, eng_ns_per_wqe;
+	double eng_wqes;
 };
 
 /* Floors between GPU A (the initiator's) and GPU B (--peer-gpu), measured

@@ -135,6 +135,7 @@ static const struct kinet_provider_ops soft_ops = {
 	.ctx_stop = kinet_engine_stop,
 	.ctx_close = kinet_remote_close,
 	.ctx_pause = kinet_engine_pause,
+	.ctx_engine_stats = kinet_engine_stats,
 	.qp_create = soft_qp_create,
 	.qp_fini = soft_qp_fini,
 	.qp_add = soft_qp_add,
