@@ -146,6 +146,24 @@ struct kinet_dev_peer {
 	struct kinet_dev_window_table remote; /* the target's regions (rkeys), mapped */
 };
 
+/* The software NIC's completion word of a CQ (kinet_dev_cq.comp_word,
+ * host memory, 8-byte aligned): rewritten by the engine after every CQE it
+ * writes (release, after the CQE), so one 8-byte read tells device code
+ * how far the CQ went and whether it may skip reading the CQEs.
+ *   bits  0..31  CQEs written (mod 2^32)
+ *   bits 32..47  wqe_counter of the last requester CQE written
+ *   bits 48..61  CQEs written that may hand data to the consumer (all but
+ *                good requester CQEs of writes and sends), mod 2^14: when
+ *                this moved, the consumer takes an acquire fence
+ *   bit  63      sticky: an error CQE was written (the consumer then reads
+ *                the CQEs themselves to find the first error)
+ * NULL on a NIC that has no such word (ConnectX). */
+#define KINET_COMP_COUNT(w) ((uint32_t)(w))
+#define KINET_COMP_WQE_COUNTER(w) ((uint16_t)((w) >> 32))
+#define KINET_COMP_DATA(w) ((uint32_t)((w) >> 48) & 0x3fffu)
+#define KINET_COMP_DATA_MASK 0x3fffu
+#define KINET_COMP_ERROR (1ull << 63)
+
 /* Offsets in the software NIC's UAR page (as the mlx5 BlueFlame register:
  * the doorbell is the first 8 bytes of the BF buffer at 0x800). */
 #define KINET_UAR_DB_OFFSET 0x800u
