@@ -247,29 +247,39 @@ static int run_bw(struct perf_report *rep, struct perf_env *e, uint64_t size, in
 	return rc;
 }
 
+/* iter mode: the three ways of the comparison, then what explains them:
+ * the put + wait part of the persistent iteration (timed inside it), and
+ * the compute step after a fence.acq_rel.sys (an L1 invalidation). */
+#define PERF_ITER_VARIANTS 4
 static int run_iter(struct perf_report *rep, struct perf_env *e, uint64_t size)
 {
-	static const char *const names[] = {"gpu-persistent", "cpu-kernel-boundary", "compute-only"};
+	static const char *const names[] = {"gpu-persistent", "cpu-kernel-boundary", "compute-only",
+					    "compute+acq_rel.sys"};
 	const struct perf_opts *o = e->o;
 	long iters = perf_iters_for(o, size), warmup = perf_warmup_for(o, size);
 	uint64_t *samples = (uint64_t *)calloc((size_t)iters, 8);
+	uint64_t *phase = (uint64_t *)calloc((size_t)iters, 8);
 	int worst = 0;
-	if (!samples)
+	if (!samples || !phase) {
+		free(samples);
+		free(phase);
 		return -ENOMEM;
-	for (int v = 0; v < 3; v++) {
+	}
+	for (int v = 0; v < PERF_ITER_VARIANTS; v++) {
 		struct perf_result *x = perf_report_add(rep);
 		int init = v == 1 ? PERF_INIT_CPU : PERF_INIT_GPU;
 		int rc;
 		if (!x) {
-			free(samples);
-			return -ENOMEM;
+			worst = -ENOMEM;
+			break;
 		}
 		rc = perf_env_setup(e, size, v != 1, 1, x->error, sizeof(x->error));
 		fill_common(x, e, init, size, warmup, iters);
 		x->variant = names[v];
 		x->inl = 0;
 		if (!rc) {
-			rc = perf_iter(e, v, warmup, iters, samples, x->error, sizeof(x->error));
+			rc = perf_iter(e, v, warmup, iters, samples, v == 0 ? phase : NULL, x->error,
+				       sizeof(x->error));
 			rc = finish_point(e, rc, x->error, sizeof(x->error));
 		}
 		x->status = -rc;
@@ -282,8 +292,24 @@ static int run_iter(struct perf_report *rep, struct perf_env *e, uint64_t size)
 		} else {
 			worst = rc;
 		}
+		if (v == 0 && !rc) {
+			/* The put + wait part of the same iterations (adding may
+			 * move the results: x by index). */
+			int xi = (int)(x - rep->res);
+			struct perf_result *y = perf_report_add(rep);
+			if (!y) {
+				worst = -ENOMEM;
+				break;
+			}
+			*y = rep->res[xi];
+			y->variant = "gpu-put+wait";
+			perf_stats_ns(phase, (uint64_t)iters, &y->lat);
+			y->mops = y->lat.mean > 0 ? 1.0 / y->lat.mean : 0;
+			y->elapsed_us = y->lat.mean * (double)iters;
+		}
 	}
 	free(samples);
+	free(phase);
 	return worst;
 }
 
@@ -381,7 +407,7 @@ static int run_sizes(struct perf_report *rep, struct perf_env *env, const struct
 			/* The same points as rank 0, in the same order (and
 			 * the same buffer layout). */
 			if (o->mode == PERF_MODE_ITER) {
-				for (int p = 0; p < 3; p++)
+				for (int p = 0; p < PERF_ITER_VARIANTS; p++)
 					failed |= serve_point(env, size, 1) != 0;
 				continue;
 			}

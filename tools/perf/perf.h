@@ -352,10 +352,12 @@ int perf_gpu_bw(struct perf_env *e, long warmup, long iters, int window, double 
 /* pingpong.cu: rounds of A -> B -> A from device code on both sides; A's
  * round trips in samples (ns). */
 int perf_pingpong(struct perf_env *e, long warmup, long iters, uint64_t *samples, char *err, size_t errlen);
-/* Iteration: variant 0 GPU persistent (compute+put+wait), 1 CPU kernel
- * boundary (compute kernel, host posts and waits), 2 compute only. */
-int perf_iter(struct perf_env *e, int variant, long warmup, long iters, uint64_t *samples, char *err,
-	      size_t errlen);
+/* Iteration: variant 0 GPU persistent (compute+put+wait; phase: the
+ * put + wait part, may be NULL), 1 CPU kernel boundary (compute kernel,
+ * host posts and waits), 2 compute only, 3 compute + the fence that
+ * invalidates L1 (fence.acq_rel.sys by thread 0). */
+int perf_iter(struct perf_env *e, int variant, long warmup, long iters, uint64_t *samples, uint64_t *phase,
+	      char *err, size_t errlen);
 
 #ifdef __cplusplus
 }
