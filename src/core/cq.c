@@ -180,9 +180,9 @@ static uint64_t comp_next(uint64_t w, const struct kinet_cqe_desc *d)
 		data = (data + 1) & KINET_COMP_DATA_MASK;
 	return count | wqe << 32 | data << 48 |
 	       (w & KINET_COMP_ERROR ||
-			(d->cqe_opcode == KINET_CQE_REQ_ERR || d->cqe_opcode == KINET_CQE_RESP_ERR)
-		? KINET_COMP_ERROR
-		: 0);
+				(d->cqe_opcode == KINET_CQE_REQ_ERR || d->cqe_opcode == KINET_CQE_RESP_ERR)
+			? KINET_COMP_ERROR
+			: 0);
 }
 
 /* Hands the CQE at producer index pi to software: data first, then the
