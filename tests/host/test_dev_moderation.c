@@ -189,6 +189,37 @@ KT_TEST(shared_gpu_blueflame)
 	shared(KINET_SHARE_GPU, KINET_DB_BF);
 }
 
+/* A peer-path QP drains the engine WQEs before it for a peer operation;
+ * the last of them may have asked for no CQE: the drain covers it. */
+KT_TEST(peer_drain_covers)
+{
+	struct kd_opts o;
+	struct kd_pair p;
+	struct kd_buf a, b;
+	uint64_t tk = 0, v = 77;
+	KT_OK(setenv("KINET_P2P", "force", 1));
+	kd_opts_init(&o);
+	o.two_ctx = 1;
+	o.timeout_ms = 500;
+	o.sharing = KINET_SHARE_EXCLUSIVE;
+	KT_OK(kd_pair_bufs_create(&p, &o, &a, &b, 4096));
+	KT_OK(setenv("KINET_P2P", "off", 1));
+	struct kinet_dev_qp *d = p.s[0].d, *t = p.s[1].d;
+	KT_CHECK(d->peer != NULL);
+	KT_OK(kinet_dev_post_recv(t, b.p, b.key, 64, NULL));
+	KT_OK(kinet_dev_post_recv(t, b.p + 64, b.key, 64, NULL));
+	/* Sends go to the engine: the first to an idle queue (a CQE), the
+	 * second asks for none. */
+	KT_OK(kinet_dev_send(d, a.p, a.key, 8, &tk));
+	KT_OK(kinet_dev_send(d, a.p + 8, a.key, 8, &tk));
+	KT_CHECK_EQ(tk, 2u);
+	KT_OK(kinet_dev_put_inline(d, &v, 8, kd_addr(&b, 256), b.key, &tk));
+	KT_OK(kinet_dev_wait(d, tk));
+	KT_CHECK_EQ(*(uint64_t *)(void *)(b.p + 256), 77u);
+	KT_CHECK(d->sq_done >= 2);
+	kd_pair_bufs_destroy(&p, &a, &b);
+}
+
 /* First: the engine path whatever the default, and the stride the checks
  * assume (exports read them). */
 KT_TEST(environment)
@@ -198,4 +229,4 @@ KT_TEST(environment)
 }
 
 KT_MAIN(environment, quiet_covers_unsignaled, error_in_moderated_batch, wait_reads_the_word,
-	shared_cta_cpu_doorbell, shared_gpu_regular_doorbell, shared_gpu_blueflame)
+	shared_cta_cpu_doorbell, shared_gpu_regular_doorbell, shared_gpu_blueflame, peer_drain_covers)

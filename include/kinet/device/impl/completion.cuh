@@ -12,23 +12,6 @@
 #include "kinet/device/types.h"
 #include "kinet/device/wqe.cuh"
 
-/* Completion moderation: a ticket whose WQE (and every later one) asked
- * for no CQE would never complete, so a signalled NOP goes after it (its
- * CQE covers the ticket: completions are in order), as ConnectX users do.
- * 0, or the NOP post's status (EIO after an error: the wait reports it). */
-KINET_DEV_FN int kinet_devi_sq_cover(struct kinet_dev_qp *qp, uint64_t ticket)
-{
-	int scope = kinet_devi_qp_scope(qp);
-	if (qp->sq_signal_every <= 1 || !ticket)
-		return 0;
-	if (kinet_devi_scoped_load_acquire_u64(scope, &qp->sq_signaled) >= ticket ||
-	    kinet_devi_scoped_load_acquire_u64(scope, &qp->sq_done) >= ticket)
-		return 0;
-	struct kinet_devi_tail t;
-	kinet_devi_tail_init(&t, KINET_WQE_OP_NOP);
-	return kinet_devi_post_group(KINET_DEVI_GROUP_THREAD, qp, NULL, &t, NULL);
-}
-
 KINET_DEV_FN int kinet_devi_test_one(struct kinet_dev_qp *qp, uint64_t ticket)
 {
 	kinet_devi_peer_complete(qp);

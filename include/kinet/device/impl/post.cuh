@@ -294,4 +294,21 @@ KINET_DEV_FN void kinet_devi_signal_tail(struct kinet_devi_tail *t, const struct
 	t->swap_add = add;
 }
 
+/* Completion moderation: a ticket whose WQE (and every later one) asked
+ * for no CQE would never complete, so a signalled NOP goes after it (its
+ * CQE covers the ticket: completions are in order), as ConnectX users do.
+ * 0, or the NOP post's status (EIO after an error: the wait reports it). */
+KINET_DEV_FN int kinet_devi_sq_cover(struct kinet_dev_qp *qp, uint64_t ticket)
+{
+	int scope = kinet_devi_qp_scope(qp);
+	if (qp->sq_signal_every <= 1 || !ticket)
+		return 0;
+	if (kinet_devi_scoped_load_acquire_u64(scope, &qp->sq_signaled) >= ticket ||
+	    kinet_devi_scoped_load_acquire_u64(scope, &qp->sq_done) >= ticket)
+		return 0;
+	struct kinet_devi_tail t;
+	kinet_devi_tail_init(&t, KINET_WQE_OP_NOP);
+	return kinet_devi_post_group(KINET_DEVI_GROUP_THREAD, qp, NULL, &t, NULL);
+}
+
 #endif /* KINET_DEVICE_IMPL_POST_CUH */
