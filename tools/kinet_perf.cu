@@ -128,46 +128,6 @@ static int finish_point(struct perf_env *e, int rc, char *err, size_t errlen)
 	return rc;
 }
 
-static int run_lat(struct perf_report *rep, struct perf_env *e, uint64_t size, int initiator)
-{
-	const struct perf_opts *o = e->o;
-	long iters = perf_iters_for(o, size), warmup = perf_warmup_for(o, size);
-	struct perf_result *x = perf_report_add(rep);
-	uint64_t *samples = (uint64_t *)calloc((size_t)iters, 8);
-	double total_us = 0;
-	int rc;
-	if (!x || !samples) {
-		free(samples);
-		return -ENOMEM;
-	}
-	rc = perf_env_setup(e, size, initiator == PERF_INIT_GPU, 1, x->error, sizeof(x->error));
-	fill_common(x, e, initiator, size, warmup, iters);
-	if (!rc) {
-		uint64_t t0 = perf_now_ns();
-		if (o->mode == PERF_MODE_PINGPONG)
-			rc = perf_pingpong(e, warmup, iters, samples, x->error, sizeof(x->error));
-		else if (initiator == PERF_INIT_GPU)
-			rc = perf_gpu_lat(e, warmup, iters, samples, &total_us, x->error, sizeof(x->error));
-		else
-			rc = perf_cpu_lat(e, warmup, iters, samples, x->error, sizeof(x->error));
-		if (initiator == PERF_INIT_CPU || o->mode == PERF_MODE_PINGPONG)
-			total_us = (double)(perf_now_ns() - t0) / 1000.0;
-		rc = finish_point(e, rc, x->error, sizeof(x->error));
-	}
-	x->status = -rc;
-	if (!rc) {
-		perf_stats_ns(samples, (uint64_t)iters, &x->lat);
-		x->have_lat = 1;
-		x->elapsed_us = total_us;
-		x->ops = (double)iters;
-		x->bytes = (double)iters * (double)size;
-		x->mops = x->lat.mean > 0 ? 1.0 / x->lat.mean : 0;
-		x->bw_gbs = x->lat.mean > 0 ? (double)size / (x->lat.mean * 1e3) : 0;
-	}
-	free(samples);
-	return rc;
-}
-
 /* Engine counters of ctx's threads (at most PERF_MAX_ENGINES); 0 when the
  * provider has no engine threads. */
 #define PERF_MAX_ENGINES 256
@@ -188,21 +148,74 @@ static int engine_snapshot(struct kinet_ctx *ctx, struct kinet_engine_stats *s)
 static void engine_usage(struct perf_result *x, int n, const struct kinet_engine_stats *a,
 			 const struct kinet_engine_stats *b, uint64_t wall_ns)
 {
-	double busy = 0, wqes = 0, max = 0;
+	double busy = 0, wqes = 0, max = 0, spin = 0, yield = 0, sleep = 0;
 	if (n <= 0 || !wall_ns)
 		return;
 	for (int i = 0; i < n; i++) {
 		double f = (double)(b[i].busy_ns - a[i].busy_ns) / (double)wall_ns;
 		busy += (double)(b[i].busy_ns - a[i].busy_ns);
 		wqes += (double)(b[i].wqes - a[i].wqes);
+		spin += (double)(b[i].spin_ns - a[i].spin_ns);
+		yield += (double)(b[i].yield_ns - a[i].yield_ns);
+		sleep += (double)(b[i].sleep_ns - a[i].sleep_ns);
 		if (f > max)
 			max = f;
 	}
+	/* The idle policy's states, as shares of the threads' time. */
+	x->eng_spin = spin / ((double)wall_ns * n);
+	x->eng_yield = yield / ((double)wall_ns * n);
+	x->eng_sleep = sleep / ((double)wall_ns * n);
 	x->have_engine = 1;
 	x->eng_busy_max = max;
 	x->eng_busy_mean = busy / ((double)wall_ns * n);
 	x->eng_wqes = wqes;
 	x->eng_ns_per_wqe = wqes > 0 ? busy / wqes : 0;
+}
+
+static int run_lat(struct perf_report *rep, struct perf_env *e, uint64_t size, int initiator)
+{
+	const struct perf_opts *o = e->o;
+	long iters = perf_iters_for(o, size), warmup = perf_warmup_for(o, size);
+	struct perf_result *x = perf_report_add(rep);
+	uint64_t *samples = (uint64_t *)calloc((size_t)iters, 8);
+	double total_us = 0;
+	int rc;
+	if (!x || !samples) {
+		free(samples);
+		return -ENOMEM;
+	}
+	rc = perf_env_setup(e, size, initiator == PERF_INIT_GPU, 1, x->error, sizeof(x->error));
+	fill_common(x, e, initiator, size, warmup, iters);
+	if (!rc) {
+		static struct kinet_engine_stats before[PERF_MAX_ENGINES], after[PERF_MAX_ENGINES];
+		int neng = engine_snapshot(e->ctx, before);
+		uint64_t t0 = perf_now_ns();
+		if (o->mode == PERF_MODE_PINGPONG)
+			rc = perf_pingpong(e, warmup, iters, samples, x->error, sizeof(x->error));
+		else if (initiator == PERF_INIT_GPU)
+			rc = perf_gpu_lat(e, warmup, iters, samples, &total_us, x->error, sizeof(x->error));
+		else
+			rc = perf_cpu_lat(e, warmup, iters, samples, x->error, sizeof(x->error));
+		if (initiator == PERF_INIT_CPU || o->mode == PERF_MODE_PINGPONG)
+			total_us = (double)(perf_now_ns() - t0) / 1000.0;
+		/* Latency: how the engine spent the run (busy, or its idle
+		 * policy between operations). */
+		if (!rc && neng && engine_snapshot(e->ctx, after) == neng)
+			engine_usage(x, neng, before, after, perf_now_ns() - t0);
+		rc = finish_point(e, rc, x->error, sizeof(x->error));
+	}
+	x->status = -rc;
+	if (!rc) {
+		perf_stats_ns(samples, (uint64_t)iters, &x->lat);
+		x->have_lat = 1;
+		x->elapsed_us = total_us;
+		x->ops = (double)iters;
+		x->bytes = (double)iters * (double)size;
+		x->mops = x->lat.mean > 0 ? 1.0 / x->lat.mean : 0;
+		x->bw_gbs = x->lat.mean > 0 ? (double)size / (x->lat.mean * 1e3) : 0;
+	}
+	free(samples);
+	return rc;
 }
 
 static int run_bw(struct perf_report *rep, struct perf_env *e, uint64_t size, int initiator)

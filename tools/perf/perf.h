@@ -167,9 +167,11 @@ struct perf_result {
 	/* The engine threads over the run of the point (bw, rate; from
 	 * kinet_ctx_engine_stats before and after): the busiest thread's
 	 * share of the time in passes that found work, the mean share, and
-	 * busy engine time per WQE executed.  have_engine 0: not measured. */
+	 * busy engine time per WQE executed; lat rows too.  have_engine 0: not
+	 * measured. */
 	int have_engine;
 	double eng_busy_max, eng_busy_mean, eng_ns_per_wqe;
+	double eng_spin, eng_yield, eng_sleep; /* idle policy: mean shares of the time */
 	double eng_wqes;
 };
 

@@ -552,8 +552,9 @@ void perf_report_json(const struct perf_report *r, void *file)
 		if (x->have_engine)
 			fprintf(f,
 				",\"engine\":{\"busy_max\":%.4f,\"busy_mean\":%.4f,\"ns_per_wqe\":%.1f,"
-				"\"wqes\":%.0f}",
-				x->eng_busy_max, x->eng_busy_mean, x->eng_ns_per_wqe, x->eng_wqes);
+				"\"wqes\":%.0f,\"spin\":%.4f,\"yield\":%.4f,\"sleep\":%.4f}",
+				x->eng_busy_max, x->eng_busy_mean, x->eng_ns_per_wqe, x->eng_wqes,
+				x->eng_spin, x->eng_yield, x->eng_sleep);
 		fputc('}', f);
 	}
 	fprintf(f, "]}\n");
