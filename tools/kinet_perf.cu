@@ -128,6 +128,50 @@ static int finish_point(struct perf_env *e, int rc, char *err, size_t errlen)
 	return rc;
 }
 
+/* Engine counters of ctx's threads (at most PERF_MAX_ENGINES); 0 when the
+ * provider has no engine threads. */
+#define PERF_MAX_ENGINES 256
+static int engine_snapshot(struct kinet_ctx *ctx, struct kinet_engine_stats *s)
+{
+	int n = kinet_ctx_engine_stats(ctx, 0, &s[0]);
+	if (n <= 0)
+		return 0;
+	if (n > PERF_MAX_ENGINES)
+		n = PERF_MAX_ENGINES;
+	for (int i = 1; i < n; i++)
+		if (kinet_ctx_engine_stats(ctx, i, &s[i]) < 0)
+			return 0;
+	return n;
+}
+
+/* Where the limit is: how busy the engine threads were over wall_ns. */
+static void engine_usage(struct perf_result *x, int n, const struct kinet_engine_stats *a,
+			 const struct kinet_engine_stats *b, uint64_t wall_ns)
+{
+	double busy = 0, wqes = 0, max = 0, spin = 0, yield = 0, sleep = 0;
+	if (n <= 0 || !wall_ns)
+		return;
+	for (int i = 0; i < n; i++) {
+		double f = (double)(b[i].busy_ns - a[i].busy_ns) / (double)wall_ns;
+		busy += (double)(b[i].busy_ns - a[i].busy_ns);
+		wqes += (double)(b[i].wqes - a[i].wqes);
+		spin += (double)(b[i].spin_ns - a[i].spin_ns);
+		yield += (double)(b[i].yield_ns - a[i].yield_ns);
+		sleep += (double)(b[i].sleep_ns - a[i].sleep_ns);
+		if (f > max)
+			max = f;
+	}
+	/* The idle policy's states, as shares of the threads' time. */
+	x->eng_spin = spin / ((double)wall_ns * n);
+	x->eng_yield = yield / ((double)wall_ns * n);
+	x->eng_sleep = sleep / ((double)wall_ns * n);
+	x->have_engine = 1;
+	x->eng_busy_max = max;
+	x->eng_busy_mean = busy / ((double)wall_ns * n);
+	x->eng_wqes = wqes;
+	x->eng_ns_per_wqe = wqes > 0 ? busy / wqes : 0;
+}
+
 static int run_lat(struct perf_report *rep, struct perf_env *e, uint64_t size, int initiator)
 {
 	const struct perf_opts *o = e->o;
@@ -143,6 +187,8 @@ static int run_lat(struct perf_report *rep, struct perf_env *e, uint64_t size, i
 	rc = perf_env_setup(e, size, initiator == PERF_INIT_GPU, 1, x->error, sizeof(x->error));
 	fill_common(x, e, initiator, size, warmup, iters);
 	if (!rc) {
+		static struct kinet_engine_stats before[PERF_MAX_ENGINES], after[PERF_MAX_ENGINES];
+		int neng = engine_snapshot(e->ctx, before);
 		uint64_t t0 = perf_now_ns();
 		if (o->mode == PERF_MODE_PINGPONG)
 			rc = perf_pingpong(e, warmup, iters, samples, x->error, sizeof(x->error));
@@ -152,6 +198,10 @@ static int run_lat(struct perf_report *rep, struct perf_env *e, uint64_t size, i
 			rc = perf_cpu_lat(e, warmup, iters, samples, x->error, sizeof(x->error));
 		if (initiator == PERF_INIT_CPU || o->mode == PERF_MODE_PINGPONG)
 			total_us = (double)(perf_now_ns() - t0) / 1000.0;
+		/* Latency: how the engine spent the run (busy, or its idle
+		 * policy between operations). */
+		if (!rc && neng && engine_snapshot(e->ctx, after) == neng)
+			engine_usage(x, neng, before, after, perf_now_ns() - t0);
 		rc = finish_point(e, rc, x->error, sizeof(x->error));
 	}
 	x->status = -rc;
@@ -187,10 +237,16 @@ static int run_bw(struct perf_report *rep, struct perf_env *e, uint64_t size, in
 		x->sharing = KINET_SHARE_EXCLUSIVE;
 	}
 	if (!rc) {
+		static struct kinet_engine_stats before[PERF_MAX_ENGINES], after[PERF_MAX_ENGINES];
+		int neng = engine_snapshot(e->ctx, before);
+		uint64_t t0 = perf_now_ns();
 		if (initiator == PERF_INIT_GPU)
 			rc = perf_gpu_bw(e, warmup, iters, o->window, &elapsed, x->error, sizeof(x->error));
 		else
 			rc = perf_cpu_bw(e, warmup, iters, o->window, &elapsed, x->error, sizeof(x->error));
+		uint64_t t1 = perf_now_ns();
+		if (!rc && neng && engine_snapshot(e->ctx, after) == neng)
+			engine_usage(x, neng, before, after, t1 - t0);
 		rc = finish_point(e, rc, x->error, sizeof(x->error));
 	}
 	x->status = -rc;
@@ -204,29 +260,39 @@ static int run_bw(struct perf_report *rep, struct perf_env *e, uint64_t size, in
 	return rc;
 }
 
+/* iter mode: the three ways of the comparison, then what explains them:
+ * the put + wait part of the persistent iteration (timed inside it), and
+ * the compute step after a fence.acq_rel.sys (an L1 invalidation). */
+#define PERF_ITER_VARIANTS 4
 static int run_iter(struct perf_report *rep, struct perf_env *e, uint64_t size)
 {
-	static const char *const names[] = {"gpu-persistent", "cpu-kernel-boundary", "compute-only"};
+	static const char *const names[] = {"gpu-persistent", "cpu-kernel-boundary", "compute-only",
+					    "compute+acq_rel.sys"};
 	const struct perf_opts *o = e->o;
 	long iters = perf_iters_for(o, size), warmup = perf_warmup_for(o, size);
 	uint64_t *samples = (uint64_t *)calloc((size_t)iters, 8);
+	uint64_t *phase = (uint64_t *)calloc((size_t)iters, 8);
 	int worst = 0;
-	if (!samples)
+	if (!samples || !phase) {
+		free(samples);
+		free(phase);
 		return -ENOMEM;
-	for (int v = 0; v < 3; v++) {
+	}
+	for (int v = 0; v < PERF_ITER_VARIANTS; v++) {
 		struct perf_result *x = perf_report_add(rep);
 		int init = v == 1 ? PERF_INIT_CPU : PERF_INIT_GPU;
 		int rc;
 		if (!x) {
-			free(samples);
-			return -ENOMEM;
+			worst = -ENOMEM;
+			break;
 		}
 		rc = perf_env_setup(e, size, v != 1, 1, x->error, sizeof(x->error));
 		fill_common(x, e, init, size, warmup, iters);
 		x->variant = names[v];
 		x->inl = 0;
 		if (!rc) {
-			rc = perf_iter(e, v, warmup, iters, samples, x->error, sizeof(x->error));
+			rc = perf_iter(e, v, warmup, iters, samples, v == 0 ? phase : NULL, x->error,
+				       sizeof(x->error));
 			rc = finish_point(e, rc, x->error, sizeof(x->error));
 		}
 		x->status = -rc;
@@ -239,8 +305,24 @@ static int run_iter(struct perf_report *rep, struct perf_env *e, uint64_t size)
 		} else {
 			worst = rc;
 		}
+		if (v == 0 && !rc) {
+			/* The put + wait part of the same iterations (adding may
+			 * move the results: x by index). */
+			int xi = (int)(x - rep->res);
+			struct perf_result *y = perf_report_add(rep);
+			if (!y) {
+				worst = -ENOMEM;
+				break;
+			}
+			*y = rep->res[xi];
+			y->variant = "gpu-put+wait";
+			perf_stats_ns(phase, (uint64_t)iters, &y->lat);
+			y->mops = y->lat.mean > 0 ? 1.0 / y->lat.mean : 0;
+			y->elapsed_us = y->lat.mean * (double)iters;
+		}
 	}
 	free(samples);
+	free(phase);
 	return worst;
 }
 
@@ -327,6 +409,43 @@ static int check_peer_gpu(const struct perf_opts *o)
 	return 0;
 }
 
+/* Every size of the run, on the context env holds; 1 when a point failed. */
+static int run_sizes(struct perf_report *rep, struct perf_env *env, const struct perf_opts *po, int target)
+{
+	const struct perf_opts *o = po;
+	int failed = 0, rc;
+	for (int i = 0; i < o->nsizes; i++) {
+		uint64_t size = o->sizes[i];
+		if (target) {
+			/* The same points as rank 0, in the same order (and
+			 * the same buffer layout). */
+			if (o->mode == PERF_MODE_ITER) {
+				for (int p = 0; p < PERF_ITER_VARIANTS; p++)
+					failed |= serve_point(env, size, 1) != 0;
+				continue;
+			}
+			for (int init = PERF_INIT_GPU; init <= PERF_INIT_CPU; init <<= 1)
+				if (o->initiator & init)
+					failed |= serve_point(env, size, point_posters(o, init)) != 0;
+			continue;
+		}
+		if (o->mode == PERF_MODE_ITER) {
+			failed |= run_iter(rep, env, size) != 0;
+			continue;
+		}
+		for (int init = PERF_INIT_GPU; init <= PERF_INIT_CPU; init <<= 1) {
+			if (!(o->initiator & init))
+				continue;
+			if (o->mode == PERF_MODE_LAT || o->mode == PERF_MODE_PINGPONG)
+				rc = run_lat(rep, env, size, init);
+			else
+				rc = run_bw(rep, env, size, init);
+			failed |= rc != 0;
+		}
+	}
+	return failed;
+}
+
 int main(int argc, char **argv)
 {
 	struct perf_opts o;
@@ -410,43 +529,22 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	rc = perf_env_open_ctx(&env, &o);
-	if (rc) {
-		fprintf(stderr, "kinet-perf: rank %d: kinet_ctx_open: %s\n", o.rank, kinet_strerror(rc));
-		kinet_boot_fini(boot);
-		return 1;
-	}
-	env.boot = boot;
-	rep.provider = kinet_ctx_provider(env.ctx);
-
-	for (int i = 0; i < o.nsizes; i++) {
-		uint64_t size = o.sizes[i];
-		if (target) {
-			/* The same points as rank 0, in the same order (and
-			 * the same buffer layout). */
-			if (o.mode == PERF_MODE_ITER) {
-				for (int p = 0; p < 3; p++)
-					failed |= serve_point(&env, size, 1) != 0;
-				continue;
-			}
-			for (int init = PERF_INIT_GPU; init <= PERF_INIT_CPU; init <<= 1)
-				if (o.initiator & init)
-					failed |= serve_point(&env, size, point_posters(&o, init)) != 0;
-			continue;
+	/* One run per engine-thread count of the sweep (a context each). */
+	for (int ei = 0; ei < (o.nengines ? o.nengines : 1); ei++) {
+		if (o.nengines)
+			o.engine_threads = o.engine_list[ei];
+		rc = perf_env_open_ctx(&env, &o);
+		if (rc) {
+			fprintf(stderr, "kinet-perf: rank %d: kinet_ctx_open: %s\n", o.rank,
+				kinet_strerror(rc));
+			kinet_boot_fini(boot);
+			return 1;
 		}
-		if (o.mode == PERF_MODE_ITER) {
-			failed |= run_iter(&rep, &env, size) != 0;
-			continue;
-		}
-		for (int init = PERF_INIT_GPU; init <= PERF_INIT_CPU; init <<= 1) {
-			if (!(o.initiator & init))
-				continue;
-			if (o.mode == PERF_MODE_LAT || o.mode == PERF_MODE_PINGPONG)
-				rc = run_lat(&rep, &env, size, init);
-			else
-				rc = run_bw(&rep, &env, size, init);
-			failed |= rc != 0;
-		}
+		env.boot = boot;
+		rep.provider = kinet_ctx_provider(env.ctx);
+		failed |= run_sizes(&rep, &env, &o, target);
+		if (ei + 1 < (o.nengines ? o.nengines : 1))
+			perf_env_close(&env);
 	}
 
 	if (!target) {

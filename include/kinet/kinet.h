@@ -75,6 +75,27 @@ KINET_API void kinet_ctx_clear_error(struct kinet_ctx *ctx);
 KINET_API int kinet_ctx_pause(struct kinet_ctx *ctx);
 KINET_API int kinet_ctx_resume(struct kinet_ctx *ctx);
 
+/* What one engine thread of the software NIC did since the context opened:
+ * counters that only grow (subtract two snapshots for an interval).  The
+ * time of the thread is split into passes that found work (busy_ns) and
+ * its idle policy's three states (spin, yield, sleep), so busy_ns over the
+ * interval says how close the thread is to being the limit. */
+struct kinet_engine_stats {
+	uint64_t passes;      /* looks over its QPs */
+	uint64_t busy_passes; /* of them, those that found work */
+	uint64_t wqes;	      /* WQEs executed (errors and flushes included) */
+	uint64_t busy_ns;     /* in passes that found work */
+	uint64_t spin_ns;     /* idle, polling with a pause per look */
+	uint64_t yield_ns;    /* idle, polling with sched_yield */
+	uint64_t sleep_ns;    /* idle, asleep (a host post or a timeout wakes it) */
+	uint32_t qps;	      /* QPs it runs now */
+	uint32_t pad;
+};
+/* Counters of engine thread `thread` (0 .. n-1): returns n, the number of
+ * engine threads; -EINVAL for a bad argument, -ENOTSUP for a provider
+ * without engine threads. */
+KINET_API int kinet_ctx_engine_stats(struct kinet_ctx *ctx, int thread, struct kinet_engine_stats *stats);
+
 /* A negative (or positive) errno as text.  Completion statuses are not
  * errnos: kinet_wc_status_str() names those. */
 KINET_API const char *kinet_strerror(int err);

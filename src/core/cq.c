@@ -149,16 +149,58 @@ static void cqe_fill(struct kinet_cqe64 *cqe, const struct kinet_cqe_desc *d)
 	}
 }
 
-/* Hands the CQE at producer index pi to software: data first, then the
- * op_own byte with the owner bit of this pass, as hardware does. */
-static void cqe_publish(struct kinet_cq *cq, struct kinet_cqe64 *cqe, uint8_t cqe_opcode)
+/* Whether a CQE may hand the consumer data it will read (what device
+ * code's kinet_dev_cqe_covers_data says): all but good requester CQEs of
+ * writes and sends. */
+static bool cqe_covers_data(const struct kinet_cqe_desc *d)
 {
-	uint8_t op_own = (uint8_t)(cqe_opcode << 4 | kinet_cqe_sw_owner(cq->pi, cq->log_depth));
+	if (d->cqe_opcode != KINET_CQE_REQ)
+		return true;
+	switch (d->wqe_opcode) {
+	case KINET_WQE_OP_RDMA_WRITE:
+	case KINET_WQE_OP_RDMA_WRITE_IMM:
+	case KINET_WQE_OP_SEND:
+	case KINET_WQE_OP_SEND_IMM:
+		return false;
+	default:
+		return true;
+	}
+}
+
+/* The completion word after one more CQE d (lock held). */
+static uint64_t comp_next(uint64_t w, const struct kinet_cqe_desc *d)
+{
+	uint64_t count = (uint32_t)(KINET_COMP_COUNT(w) + 1u);
+	uint64_t wqe = KINET_COMP_WQE_COUNTER(w);
+	uint64_t data = KINET_COMP_DATA(w);
+
+	if (d->cqe_opcode == KINET_CQE_REQ || d->cqe_opcode == KINET_CQE_REQ_ERR)
+		wqe = d->wqe_counter;
+	if (cqe_covers_data(d))
+		data = (data + 1) & KINET_COMP_DATA_MASK;
+	return count | wqe << 32 | data << 48 |
+	       (w & KINET_COMP_ERROR ||
+				(d->cqe_opcode == KINET_CQE_REQ_ERR || d->cqe_opcode == KINET_CQE_RESP_ERR)
+			? KINET_COMP_ERROR
+			: 0);
+}
+
+/* Hands the CQE at producer index pi to software: data first, then the
+ * op_own byte with the owner bit of this pass, as hardware does; then the
+ * completion word, which device code may read instead of the CQE. */
+static void cqe_publish(struct kinet_cq *cq, struct kinet_cqe64 *cqe, const struct kinet_cqe_desc *d)
+{
+	uint8_t op_own = (uint8_t)(d->cqe_opcode << 4 | kinet_cqe_sw_owner(cq->pi, cq->log_depth));
 
 	atomic_thread_fence(memory_order_release);
 	__atomic_store_n(&cqe->op_own, op_own, __ATOMIC_RELEASE);
 	/* Release: a WAIT that sees the count sees the CQE (kinet_cq_produced). */
 	__atomic_store_n(&cq->pi, cq->pi + 1, __ATOMIC_RELEASE);
+	if (cq->comp_word) {
+		cq->comp = comp_next(cq->comp, d);
+		/* Release: whoever reads the word reads the CQEs it counts. */
+		__atomic_store_n(cq->comp_word, cq->comp, __ATOMIC_RELEASE);
+	}
 }
 
 /* Only the reserved last slot is free; lock held. */
@@ -211,7 +253,7 @@ int kinet_cq_write(struct kinet_cq *cq, const struct kinet_cqe_desc *desc, bool 
 		ovf.syndrome = KINET_SYND_LOCAL_QP_OP_ERR;
 		ovf.vendor_syndrome = KINET_VENDOR_SYND_CQ_OVERRUN;
 		cqe_fill(cqe, &ovf);
-		cqe_publish(cq, cqe, ovf.cqe_opcode);
+		cqe_publish(cq, cqe, &ovf);
 		atomic_store(&cq->overrun, true);
 		pthread_mutex_unlock(&cq->lock);
 		KINET_ERR("CQ of depth %u overran (QP %u, WQE %u): completions are lost", cq->depth,
@@ -222,7 +264,7 @@ int kinet_cq_write(struct kinet_cq *cq, const struct kinet_cqe_desc *desc, bool 
 		return -EOVERFLOW;
 	}
 	cqe_fill(cqe, desc);
-	cqe_publish(cq, cqe, desc->cqe_opcode);
+	cqe_publish(cq, cqe, desc);
 	pthread_mutex_unlock(&cq->lock);
 	return 0;
 }

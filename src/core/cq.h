@@ -31,6 +31,10 @@ struct kinet_cq {
 	uint32_t *dbrec;	  /* host pointer; [0] = consumer index */
 	pthread_mutex_t lock;	  /* writers (engine threads of any context) */
 	uint64_t pi;		  /* CQEs written; written under lock, read atomically */
+	/* The completion word (kinet/device/types.h, KINET_COMP_*): host
+	 * pointer from the provider, or NULL; comp is its value, under lock. */
+	uint64_t *comp_word;
+	uint64_t comp;
 	atomic_bool overrun;
 	pthread_mutex_t poll_lock;
 	uint64_t ci;			    /* host poller */

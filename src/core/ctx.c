@@ -125,7 +125,7 @@ static void ctx_free(struct kinet_ctx *ctx)
 {
 	kinet_host_free(ctx, ctx->dev_err);
 	free(ctx->mr_table);
-	pthread_rwlock_destroy(&ctx->mr_lock);
+	kinet_brlock_destroy(&ctx->mr_lock);
 	pthread_mutex_destroy(&ctx->obj_lock);
 	pthread_mutex_destroy(&ctx->atomic_lock);
 	pthread_mutex_destroy(&ctx->err_lock);
@@ -166,7 +166,7 @@ int kinet_ctx_open(const struct kinet_ctx_attr *attr, struct kinet_ctx **out)
 	ctx->ops = ops;
 	ctx->attr = *attr;
 	ctx->cuda_device = -1;
-	pthread_rwlock_init(&ctx->mr_lock, NULL);
+	kinet_brlock_init(&ctx->mr_lock);
 	pthread_mutex_init(&ctx->obj_lock, NULL);
 	pthread_mutex_init(&ctx->atomic_lock, NULL);
 	pthread_mutex_init(&ctx->err_lock, NULL);
@@ -357,4 +357,17 @@ int kinet_ctx_resume(struct kinet_ctx *ctx)
 		return KINET_EINVAL("ctx", "NULL");
 	ctx->ops->ctx_pause(ctx, false);
 	return 0;
+}
+
+int kinet_ctx_engine_stats(struct kinet_ctx *ctx, int thread, struct kinet_engine_stats *stats)
+{
+	if (!ctx)
+		return KINET_EINVAL("ctx", "NULL");
+	if (!stats)
+		return KINET_EINVAL("stats", "NULL");
+	if (thread < 0)
+		return KINET_EINVAL("thread", "negative");
+	if (!ctx->ops->ctx_engine_stats)
+		return -ENOTSUP;
+	return ctx->ops->ctx_engine_stats(ctx, thread, stats);
 }

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "brlock.h"
 #include "kinet/device/types.h"
 #include "kinet/kinet.h"
 #include "kinet/wire.h"
@@ -28,8 +29,8 @@ struct kinet_ctx {
 	uint64_t node_id;
 	int cuda_device; /* -1 without CUDA */
 
-	pthread_rwlock_t mr_lock;
-	struct kinet_mr **mr_table; /* index = key >> 8 */
+	struct kinet_brlock mr_lock; /* the table below; read by every engine batch */
+	struct kinet_mr **mr_table;  /* index = key >> 8 */
 	uint32_t mr_table_size;
 	uint32_t mr_count;
 	uint32_t key_salt;

@@ -15,6 +15,9 @@ _Static_assert(offsetof(struct kinet_dev_qp, sq_ready) % 16 == 0 &&
 		       offsetof(struct kinet_dev_qp, sq_done) == offsetof(struct kinet_dev_qp, sq_ready) + 8,
 	       "sq_ready, sq_done: one aligned 16-byte pair");
 _Static_assert(offsetof(struct kinet_dev_qp, peer_key) % 128 == 0, "peer_key: a line of its own");
+_Static_assert(offsetof(struct kinet_dev_qp, sq_signal_every) ==
+		       offsetof(struct kinet_dev_qp, peer_key) + 128,
+	       "moderation state: after peer_key's line");
 
 /* Largest inline payload of a one-BB write WQE: ctrl, raddr, 4-byte header. */
 #define DEV_MAX_INLINE (KINET_WQE_BB_SIZE - 16 - 16 - 4)
@@ -53,6 +56,16 @@ static int cq_export(struct kinet_cq *cq)
 	d.mask = cq->depth - 1;
 	d.cqn = cq->cqn;
 	d.ci = cq->ci;
+	if (cq->comp_word) {
+		uint64_t w = __atomic_load_n(cq->comp_word, __ATOMIC_ACQUIRE);
+
+		/* Under poll_lock the engine may still write: the word is only
+		 * a hint, the poller checks its count against ci. */
+		d.comp_word = kinet_host_dev_ptr(ctx, cq->comp_word);
+		d.comp_data = KINET_COMP_DATA(w);
+		if (!d.comp_word)
+			ret = -EIO;
+	}
 	if (!d.cqes || !d.dbrec) {
 		ret = -EIO;
 		goto out;
@@ -110,6 +123,20 @@ static int scratch_register(struct kinet_qp *qp)
 	return ret;
 }
 
+/* Completion moderation of the high-level device API: every Nth WQE asks
+ * for a CQE ($KINET_CQ_MODERATION, default 16, 1: every WQE), rounded
+ * down to a power of two and to at most a quarter of the send queue, so
+ * that a full queue always holds a WQE whose CQE frees room. */
+static uint32_t moderation(const struct kinet_qp *qp)
+{
+	long want = kinet_env_long("KINET_CQ_MODERATION", 16);
+	uint32_t n = 1;
+
+	while ((long)n * 2 <= want && n * 2 <= qp->sq_bbs / 4)
+		n *= 2;
+	return n;
+}
+
 static int qp_fill(struct kinet_qp *qp, struct kinet_dev_qp *d)
 {
 	struct kinet_ctx *ctx = qp->ctx;
@@ -145,6 +172,8 @@ static int qp_fill(struct kinet_qp *qp, struct kinet_dev_qp *d)
 	d->scratch_lkey = kinet_mr_lkey(qp->scratch_mr);
 	/* Work posted from the host before export counts as posted. */
 	d->sq_reserved = d->sq_ready = d->sq_done = qp->sq_pi;
+	d->sq_signaled = qp->sq_pi;
+	d->sq_signal_every = moderation(qp);
 	d->rq_reserved = d->rq_ready = d->rq_done = qp->rq_pi;
 	if (!d->sq || !d->dbrec || !d->db_cpu_pi || !d->uar_db || !d->err)
 		return -EIO;
@@ -231,6 +260,17 @@ int kinet_qp_export(struct kinet_qp *qp, struct kinet_dev_qp **dev_qp)
 	ret = qp_fill(qp, &d);
 	if (ret)
 		goto out;
+	if (qp->attr.sharing != KINET_SHARE_EXCLUSIVE) {
+		/* Posters of a shared QP mark their posts written here and one
+		 * of them rings for all (zeroed: no post marked yet). */
+		if (!qp->dev_marks)
+			qp->dev_marks = kinet_dev_alloc(ctx, (size_t)qp->sq_bbs * sizeof(uint64_t));
+		if (!qp->dev_marks) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		d.sq_marks = qp->dev_marks;
+	}
 	ret = kinet_dev_export_copy(ctx, &d, sizeof(d), (void **)&dev);
 	if (ret)
 		goto out;

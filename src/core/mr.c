@@ -19,12 +19,12 @@
 
 void kinet_mr_table_rdlock(struct kinet_ctx *ctx)
 {
-	pthread_rwlock_rdlock(&ctx->mr_lock);
+	kinet_brlock_rdlock(&ctx->mr_lock);
 }
 
 void kinet_mr_table_unlock(struct kinet_ctx *ctx)
 {
-	pthread_rwlock_unlock(&ctx->mr_lock);
+	kinet_brlock_rdunlock(&ctx->mr_lock);
 }
 
 /* A free slot index, growing the table if needed; mr_lock held for write. */
@@ -92,10 +92,10 @@ int kinet_mr_reg(struct kinet_ctx *ctx, void *addr, size_t length, unsigned acce
 	mr->type = type;
 	mr->cuda_device = dev;
 
-	pthread_rwlock_wrlock(&ctx->mr_lock);
+	kinet_brlock_wrlock(&ctx->mr_lock);
 	ret = mr_slot(ctx, &idx);
 	if (ret) {
-		pthread_rwlock_unlock(&ctx->mr_lock);
+		kinet_brlock_wrunlock(&ctx->mr_lock);
 		free(mr);
 		KINET_ERR("memory region table full");
 		return ret;
@@ -103,7 +103,7 @@ int kinet_mr_reg(struct kinet_ctx *ctx, void *addr, size_t length, unsigned acce
 	mr->key = (idx << 8) | (ctx->key_salt++ % 255 + 1);
 	ctx->mr_table[idx] = mr;
 	ctx->mr_count++;
-	pthread_rwlock_unlock(&ctx->mr_lock);
+	kinet_brlock_wrunlock(&ctx->mr_lock);
 
 	KINET_DBG("mr %#x: %p+%zu access %#x %s", mr->key, addr, length, access,
 		  type == KINET_MEM_CUDA ? "cuda" : "host");
@@ -125,12 +125,12 @@ int kinet_mr_dereg(struct kinet_mr *mr)
 	kinet_peer_mr_revoke(mr);
 	/* The write lock waits for engine lookups that may still use the
 	 * region; afterwards no new lookup finds it. */
-	pthread_rwlock_wrlock(&ctx->mr_lock);
+	kinet_brlock_wrlock(&ctx->mr_lock);
 	if (idx < ctx->mr_table_size && ctx->mr_table[idx] == mr) {
 		ctx->mr_table[idx] = NULL;
 		ctx->mr_count--;
 	}
-	pthread_rwlock_unlock(&ctx->mr_lock);
+	kinet_brlock_wrunlock(&ctx->mr_lock);
 	free(mr);
 	return 0;
 }
@@ -139,13 +139,13 @@ void kinet_mr_table_free(struct kinet_ctx *ctx)
 {
 	uint32_t i;
 
-	pthread_rwlock_wrlock(&ctx->mr_lock);
+	kinet_brlock_wrlock(&ctx->mr_lock);
 	for (i = 0; i < ctx->mr_table_size; i++) {
 		free(ctx->mr_table[i]);
 		ctx->mr_table[i] = NULL;
 	}
 	ctx->mr_count = 0;
-	pthread_rwlock_unlock(&ctx->mr_lock);
+	kinet_brlock_wrunlock(&ctx->mr_lock);
 }
 
 static struct kinet_mr *mr_find(struct kinet_ctx *ctx, uint32_t key)

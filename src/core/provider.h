@@ -44,6 +44,9 @@ struct kinet_provider_ops {
 	/* Frees what ctx_open made, once every QP and CQ is gone. */
 	void (*ctx_close)(struct kinet_ctx *ctx);
 	void (*ctx_pause)(struct kinet_ctx *ctx, bool paused);
+	/* Optional: counters of engine thread `index`; the number of
+	 * threads, or -EINVAL for an index out of range. */
+	int (*ctx_engine_stats)(struct kinet_ctx *ctx, int index, struct kinet_engine_stats *stats);
 
 	/* ---- completion queues ---- */
 	/* The ring of cq->depth CQEs (owned by software, invalid) and its

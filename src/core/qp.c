@@ -92,6 +92,7 @@ static void qp_free(struct kinet_qp *qp)
 	struct kinet_ctx *ctx = qp->ctx;
 
 	kinet_dev_free(ctx, qp->dev);
+	kinet_dev_free(ctx, qp->dev_marks);
 	kinet_dev_free(ctx, qp->gpunetio);
 	if (qp->scratch_mr)
 		kinet_mr_dereg(qp->scratch_mr);

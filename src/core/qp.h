@@ -70,6 +70,7 @@ struct kinet_qp {
 	atomic_int refs;
 
 	struct kinet_dev_qp *dev; /* exported descriptor, or NULL */
+	uint64_t *dev_marks;	  /* its sq_marks (shared QPs), device memory, or NULL */
 	/* Exported for GPUNetIO code instead (gpunetio.c), or NULL. */
 	struct kinet_gpunetio_qp *gpunetio;
 	/* Landing place of the old value of device signals (remote adds the

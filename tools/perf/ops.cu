@@ -52,6 +52,7 @@ struct perf_kargs {
 	uint64_t warmup, iters;
 	uint32_t window;
 	uint64_t *samples; /* per timed iteration (lat, iter), ns */
+	uint64_t *phase;   /* iter, variant 0: the put + wait part of each sample, ns */
 	uint64_t *t0, *t1; /* per unit: timed span, ns */
 	uint64_t *barrier; /* grid barrier counter */
 	uint32_t *status;  /* first failure: errno */
@@ -294,7 +295,21 @@ KINET_DEV_FN void perf_compute(const struct perf_kargs *a, uint64_t it)
 		out[k] = a->work[k];
 }
 
-/* Persistent: variant 0 compute + put + wait, variant 2 compute only. */
+/* What the doorbell of kinet's device API used to cost the next compute
+ * step: fence.acq_rel.sys is also an acquire, which on sm_90 invalidates
+ * the SM's L1 (CCTL.IVALL after the MEMBAR.SYS), so the block re-reads
+ * its working set from L2 (variant 3 measures it without a put). */
+KINET_DEV_FN void perf_fence_acq_rel_sys(void)
+{
+#if defined(KINET_HOST_EMU)
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#else
+	asm volatile("fence.acq_rel.sys;" ::: "memory");
+#endif
+}
+
+/* Persistent: variant 0 compute + put + wait (the put + wait part also in
+ * a->phase), 2 compute only, 3 compute + thread 0's fence.acq_rel.sys. */
 KINET_DEV_FN void perf_iter_body(struct perf_kargs *a)
 {
 	struct kinet_dev_qp *qp = a->qps[0];
@@ -308,16 +323,22 @@ KINET_DEV_FN void perf_iter_body(struct perf_kargs *a)
 		kinet_devi_group_sync(KINET_DEVI_GROUP_BLOCK);
 		if (r == 0) {
 			int st = 0;
+			uint64_t t1 = kinet_dev_now_ns();
 			if (a->variant == 0) {
 				uint64_t tk = 0;
 				st = kinet_dev_put(qp, a->src, a->lkey, a->dst, a->rkey, a->size, &tk);
 				if (!st)
 					st = kinet_dev_wait(qp, tk);
+			} else if (a->variant == 3) {
+				perf_fence_acq_rel_sys();
 			}
-			if (st)
+			uint64_t t2 = kinet_dev_now_ns();
+			if (st) {
 				perf_fail(a, st, i);
-			else if (i >= a->warmup)
-				a->samples[i - a->warmup] = kinet_dev_now_ns() - t0;
+			} else if (i >= a->warmup) {
+				a->samples[i - a->warmup] = t2 - t0;
+				a->phase[i - a->warmup] = t2 - t1;
+			}
 		}
 		/* The next compute overwrites the source only after the put. */
 		kinet_devi_group_sync(KINET_DEVI_GROUP_BLOCK);
@@ -579,8 +600,8 @@ out:
 	return rc;
 }
 
-int perf_iter(struct perf_env *e, int variant, long warmup, long iters, uint64_t *samples, char *err,
-	      size_t errlen)
+int perf_iter(struct perf_env *e, int variant, long warmup, long iters, uint64_t *samples, uint64_t *phase,
+	      char *err, size_t errlen)
 {
 	const struct perf_opts *o = e->o;
 	struct perf_kargs a;
@@ -589,7 +610,8 @@ int perf_iter(struct perf_env *e, int variant, long warmup, long iters, uint64_t
 	a.reps = (uint32_t)o->compute_reps;
 	a.work_n = (uint32_t)o->compute_n;
 	a.work = (float *)ctl_alloc((size_t)a.work_n * sizeof(float));
-	if (rc || !a.work) {
+	a.phase = (uint64_t *)ctl_alloc((size_t)(iters > 0 ? iters : 1) * 8);
+	if (rc || !a.work || !a.phase) {
 		snprintf(err, errlen, "out of memory");
 		rc = -ENOMEM;
 		goto out;
@@ -607,6 +629,8 @@ int perf_iter(struct perf_env *e, int variant, long warmup, long iters, uint64_t
 			rc = args_status(e, &a, err, errlen);
 		if (!rc)
 			perf_copy_from(samples, a.samples, (size_t)iters * 8);
+		if (!rc && phase)
+			perf_copy_from(phase, a.phase, (size_t)iters * 8);
 	} else {
 		/* The kernel-boundary way: the compute kernel ends, the host
 		 * posts the put and waits, the next kernel starts. */
@@ -632,6 +656,7 @@ int perf_iter(struct perf_env *e, int variant, long warmup, long iters, uint64_t
 	}
 out:
 	ctl_free(a.work);
+	ctl_free(a.phase);
 	args_free(&a);
 	return rc;
 }

@@ -111,7 +111,9 @@ static void usage(FILE *f)
 		"                         posting unit is each thread, each warp (kinet_dev_*_warp)\n"
 		"                         or each block (kinet_dev_*_block); ops = units x iters,\n"
 		"                         each unit with its own source and target slot (default thread)\n"
-		"  --engine-threads N     software NIC threads (default $KINET_ENGINE_THREADS or 1)\n"
+		"  --engine-threads N[,N...]  software NIC threads (default $KINET_ENGINE_THREADS or 1);\n"
+		"                         a list runs everything once per count (a sweep: where\n"
+		"                         the rate stops growing, eng_busy says who the limit is)\n"
 		"  --db auto|cpu|gpu|bf   doorbell mode (default auto)\n"
 		"  --sharing auto|exclusive|cta|gpu   QP sharing mode (default: from the layout)\n"
 		"  --src-mem host|gpu     initiator's buffer (default host: pinned, mapped)\n"
@@ -324,10 +326,20 @@ int perf_opts_parse(struct perf_opts *o, int argc, char **argv)
 				BAD_VALUE();
 			o->group = (enum perf_group)k;
 		} else if (!strcmp(a, "--engine-threads")) {
+			char buf[128], *tok, *save = NULL;
 			NEED_VALUE();
-			if (parse_long(v, 1, &n) || n > 256)
+			snprintf(buf, sizeof(buf), "%s", v);
+			o->nengines = 0;
+			for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+				if (parse_long(tok, 1, &n) || n > 256 || o->nengines == 16)
+					BAD_VALUE();
+				o->engine_list[o->nengines++] = (int)n;
+			}
+			if (!o->nengines)
 				BAD_VALUE();
-			o->engine_threads = (int)n;
+			o->engine_threads = o->engine_list[0];
+			if (o->nengines == 1)
+				o->nengines = 0;
 		} else if (!strcmp(a, "--db")) {
 			NEED_VALUE();
 			if ((k = pick(v, dbs, 4)) < 0)

@@ -82,6 +82,10 @@ struct perf_opts {
 	int blocks;
 	int qps;
 	int engine_threads;
+	/* --engine-threads 1,2,4: the whole run once per count (a context
+	 * each); nengines 0: one run with engine_threads. */
+	int engine_list[16];
+	int nengines;
 	enum perf_group group; /* bw, rate: posting unit (GPU-initiated) */
 	enum kinet_db_mode db_mode;
 	int sharing; /* enum kinet_qp_sharing, or -1: derived from the layout */
@@ -160,6 +164,15 @@ struct perf_result {
 	double bw_gbs;	  /* 1e9 bytes per second */
 	double mops;	  /* 1e6 operations per second */
 	const char *path; /* data path of the initiator QPs; NULL: not known */
+	/* The engine threads over the run of the point (bw, rate; from
+	 * kinet_ctx_engine_stats before and after): the busiest thread's
+	 * share of the time in passes that found work, the mean share, and
+	 * busy engine time per WQE executed; lat rows too.  have_engine 0: not
+	 * measured. */
+	int have_engine;
+	double eng_busy_max, eng_busy_mean, eng_ns_per_wqe;
+	double eng_spin, eng_yield, eng_sleep; /* idle policy: mean shares of the time */
+	double eng_wqes;
 };
 
 /* Floors between GPU A (the initiator's) and GPU B (--peer-gpu), measured
@@ -341,10 +354,12 @@ int perf_gpu_bw(struct perf_env *e, long warmup, long iters, int window, double 
 /* pingpong.cu: rounds of A -> B -> A from device code on both sides; A's
  * round trips in samples (ns). */
 int perf_pingpong(struct perf_env *e, long warmup, long iters, uint64_t *samples, char *err, size_t errlen);
-/* Iteration: variant 0 GPU persistent (compute+put+wait), 1 CPU kernel
- * boundary (compute kernel, host posts and waits), 2 compute only. */
-int perf_iter(struct perf_env *e, int variant, long warmup, long iters, uint64_t *samples, char *err,
-	      size_t errlen);
+/* Iteration: variant 0 GPU persistent (compute+put+wait; phase: the
+ * put + wait part, may be NULL), 1 CPU kernel boundary (compute kernel,
+ * host posts and waits), 2 compute only, 3 compute + the fence that
+ * invalidates L1 (fence.acq_rel.sys by thread 0). */
+int perf_iter(struct perf_env *e, int variant, long warmup, long iters, uint64_t *samples, uint64_t *phase,
+	      char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

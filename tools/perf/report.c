@@ -325,9 +325,9 @@ void perf_report_table(const struct perf_report *r, void *file)
 	}
 	fprintf(f,
 		"%-12s %-4s %-4s %-20s %10s %4s %4s %4s %3s %-4s %-4s %-4s %10s %10s %10s %10s %10s %10s "
-		"%9s\n",
+		"%9s %9s %7s\n",
 		"op", "mode", "init", "variant", "bytes", "thr", "blk", "qps", "eng", "db", "src", "dst",
-		"iters", "median_us", "p5_us", "p95_us", "GB/s", "Mops/s", "vs_floor");
+		"iters", "median_us", "p5_us", "p95_us", "GB/s", "Mops/s", "vs_floor", "eng_busy", "ns/wqe");
 	for (int i = 0; i < r->nres; i++) {
 		const struct perf_result *x = &r->res[i];
 		const char *what;
@@ -350,9 +350,16 @@ void perf_report_table(const struct perf_report *r, void *file)
 			fprintf(f, "%10s %10s %10s ", "-", "-", "-");
 		fprintf(f, "%10.3f %10.3f ", x->bw_gbs, x->mops);
 		if (what)
-			fprintf(f, "%8.2fx\n", ratio);
+			fprintf(f, "%8.2fx", ratio);
 		else
-			fprintf(f, "%9s\n", "-");
+			fprintf(f, "%9s", "-");
+		/* The busiest engine thread's share of the time in passes that
+		 * found work: near 100% the engine is the limit, well below it
+		 * the posters (the GPU side) are. */
+		if (x->have_engine)
+			fprintf(f, " %8.0f%% %7.0f\n", x->eng_busy_max * 100.0, x->eng_ns_per_wqe);
+		else
+			fprintf(f, " %9s %7s\n", "-", "-");
 	}
 	/* iter mode: the comparison the mode exists for. */
 	double g = 0, c = 0;
@@ -542,6 +549,12 @@ void perf_report_json(const struct perf_report *r, void *file)
 			x->elapsed_us, x->bytes, x->ops, x->bw_gbs, x->mops);
 		if (what)
 			fprintf(f, ",\"vs_floor\":{\"what\":\"%s\",\"ratio\":%.4f}", what, ratio);
+		if (x->have_engine)
+			fprintf(f,
+				",\"engine\":{\"busy_max\":%.4f,\"busy_mean\":%.4f,\"ns_per_wqe\":%.1f,"
+				"\"wqes\":%.0f,\"spin\":%.4f,\"yield\":%.4f,\"sleep\":%.4f}",
+				x->eng_busy_max, x->eng_busy_mean, x->eng_ns_per_wqe, x->eng_wqes,
+				x->eng_spin, x->eng_yield, x->eng_sleep);
 		fputc('}', f);
 	}
 	fprintf(f, "]}\n");

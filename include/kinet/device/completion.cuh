@@ -28,12 +28,13 @@
 /* The forms macros take parameter lists, which clang-format would space as products. */
 /* clang-format off */
 /* test / wait: one ticket (kinet_dev_sq_test / kinet_dev_sq_wait in
- * sq.cuh), after completing the caller's peer-path stores */
+ * sq.cuh), after completing the caller's peer-path stores; under
+ * completion moderation a ticket no CQE covers yet gets a signalled NOP
+ * after it first */
 
 KINET_DEV_FN int kinet_dev_test(struct kinet_dev_qp *qp, uint64_t ticket)
 {
-	kinet_devi_peer_complete(qp);
-	return kinet_dev_sq_test(qp, ticket);
+	return kinet_devi_test_one(qp, ticket);
 }
 
 KINET_DEVI_FORMS_ONE(wait, kinet_devi_wait_one, kinet_devi_wait_g,

@@ -4,7 +4,7 @@
  *
  * Counters (struct kinet_dev_qp, GPU memory, device state):
  *   sq_reserved  BBs handed out (CAS: only when there is room)
- *   sq_ready     BBs written and rung, in order ("my turn" = sq_ready == start)
+ *   sq_ready     BBs written and rung, a prefix (one poster may ring for several)
  *   sq_done      BBs known complete from CQEs (set by the CQ poller)
  *   sq_reserved - sq_done <= depth always: a slot is reused only after the
  *   WQE that used it is known complete.
@@ -18,6 +18,7 @@
 #include "kinet/device/error.cuh"
 #include "kinet/device/impl/deadline.cuh"
 #include "kinet/device/impl/scope.cuh"
+#include "kinet/device/impl/sq.cuh"
 #include "kinet/device/platform.cuh"
 #include "kinet/device/types.h"
 
@@ -31,11 +32,14 @@ KINET_DEV_FN uint32_t kinet_dev_sq_depth(const struct kinet_dev_qp *qp)
  * move sq_done to their WQE index + 1; the first error CQE sets
  * sq_error_idx, sq_error (syndrome | 0x100) and the context's error record,
  * and also moves sq_done past it (every later WQE completes with a flush
- * error).  Stopping at the target saves a PCIe read of the next (empty)
- * slot.  When a consumed CQE covers data (kinet_dev_cqe_covers_data), one
- * system-scope acquire fence follows the batch, before sq_done is
- * published: whoever sees the new sq_done (acquire) may read that data.
- * Returns the number of CQEs consumed. */
+ * error).  With the NIC's completion word one read covers every CQE
+ * written so far (kinet_devi_qp_progress_word); without it (or once an
+ * error CQE was written) CQEs are read one per PCIe round trip, stopping
+ * at the target (saving a read of the next, empty, slot).  When a consumed
+ * CQE covers data (kinet_dev_cqe_covers_data), one system-scope acquire
+ * fence follows the batch, before sq_done is published: whoever sees the
+ * new sq_done (acquire) may read that data.  Returns the number of CQEs
+ * consumed. */
 KINET_DEV_FN int kinet_dev_qp_progress_until(struct kinet_dev_qp *qp, uint64_t target)
 {
 	struct kinet_dev_cq *cq = qp->send_cq;
@@ -45,6 +49,11 @@ KINET_DEV_FN int kinet_dev_qp_progress_until(struct kinet_dev_qp *qp, uint64_t t
 	uint64_t ci = kinet_devi_scoped_load_relaxed_u64(scope, &cq->ci);
 	uint64_t pub = kinet_devi_scoped_load_relaxed_u64(scope, &cq->ci_published);
 	uint64_t done = kinet_devi_scoped_load_relaxed_u64(scope, &qp->sq_done);
+	int fast = kinet_devi_qp_progress_word(scope, qp, cq, ci, pub, done);
+	if (fast >= 0) {
+		kinet_devi_cq_unlock(scope, cq);
+		return fast;
+	}
 	uint32_t depth = cq->mask + 1;
 	uint32_t n = 0;
 	int acquire = 0;
@@ -52,16 +61,8 @@ KINET_DEV_FN int kinet_dev_qp_progress_until(struct kinet_dev_qp *qp, uint64_t t
 	while (n < depth && done < target && kinet_dev_cq_peek_at(cq, ci, 0, &e) == 0) {
 		uint64_t widx = kinet_devi_extend16(done, e.wqe_counter);
 		acquire |= kinet_dev_cqe_covers_data(&e);
-		if (kinet_dev_cqe_is_error(&e)) {
-			if (!kinet_devi_scoped_load_relaxed_u32(scope, &qp->sq_error)) {
-				kinet_devi_scoped_store_relaxed_u64(scope, &qp->sq_error_idx, widx);
-				kinet_devi_scoped_fence(scope); /* index before the flag */
-				kinet_devi_scoped_store_relaxed_u32(scope, &qp->sq_error,
-								    e.syndrome | KINET_DEVI_ERROR_FLAG);
-				kinet_dev_record_error(qp->err, -EIO, qp->qpn, e.syndrome, e.wqe_opcode,
-						       e.wqe_counter);
-			}
-		}
+		if (kinet_dev_cqe_is_error(&e))
+			kinet_devi_qp_note_error(scope, qp, widx, &e);
 		if (widx + 1 > done)
 			done = widx + 1;
 		ci++;
@@ -123,17 +124,22 @@ KINET_DEV_FN int kinet_dev_sq_reserve(struct kinet_dev_qp *qp, uint32_t n, uint6
 	}
 }
 
-/* In-order commit of reserved slots [idx, idx+n) whose WQEs are written:
- * waits (bounded) until every earlier reservation is committed (CTA, GPU
- * sharing; EXCLUSIVE has no earlier poster to wait for), rings the doorbell
- * with pi = idx + n, then publishes sq_ready = idx + n.  last: the WQE at
- * idx + n - 1 (NULL: read back from the ring in GPU/BF modes, slow).  0 or
- * ETIMEDOUT (then an earlier poster never committed and the QP cannot be
- * used any more). */
+/* Commit of reserved slots [idx, idx+n) whose WQEs are written: rings the
+ * doorbell for them (pi = idx + n, or further) and publishes sq_ready, in
+ * order: doorbell values only grow and sq_ready is always a prefix of
+ * written WQEs.  EXCLUSIVE: rings at once.  CTA and GPU sharing: with
+ * sq_marks (every exported shared QP) posts are combined into one doorbell
+ * (kinet_devi_sq_commit_combined); without, each poster waits (bounded)
+ * until every earlier reservation is committed, then rings.  last: the WQE
+ * at idx + n - 1 (NULL: read back from the ring in GPU/BF modes, slow).  On
+ * return a doorbell covers the post.  0 or ETIMEDOUT (then an earlier
+ * poster never committed and the QP cannot be used any more). */
 KINET_DEV_FN int kinet_dev_sq_commit(struct kinet_dev_qp *qp, uint64_t idx, uint32_t n, const uint64_t *last)
 {
 	int scope = kinet_devi_qp_scope(qp);
 	if (scope != KINET_DEVI_SCOPE_THREAD) {
+		if (qp->sq_marks)
+			return kinet_devi_sq_commit_combined(qp, scope, idx, n, last);
 		struct kinet_devi_deadline d;
 		kinet_devi_deadline_init(&d, kinet_devi_qp_timeout_ns(qp));
 		while (kinet_devi_scoped_load_acquire_u64(scope, &qp->sq_ready) != idx)

@@ -48,6 +48,12 @@ struct kinet_dev_cq {
 	 * first publication come early).  The consumer index last written to
 	 * dbrec; kinet_dev_cq_consume publishes lazily (docs/DEVICE_API.md). */
 	uint64_t ci_published;
+	/* The NIC's completion word (KINET_COMP_* below; host memory), or
+	 * NULL; comp_data is the KINET_COMP_DATA count the high-level poller
+	 * last consumed up to (device state). */
+	uint64_t *comp_word;
+	uint32_t comp_data;
+	uint32_t pad;
 };
 
 struct kinet_dev_qp {
@@ -113,6 +119,24 @@ struct kinet_dev_qp {
 	 * line serves a bounded number of requests per clock. */
 	uint8_t pad3[32];
 	uint32_t peer_key[2][4];
+	/* The rest of peer_key's line: sq_signaled below is written by posters. */
+	uint8_t pad4[96];
+
+	/* Completion moderation (high level): a WQE asks for a CQE when its
+	 * index + 1 is a multiple of sq_signal_every (a power of two; 1: every
+	 * WQE), when it ends a multi-WQE post, when it returns data, or when
+	 * the queue was idle as it was posted.  sq_signaled: index + 1 of the
+	 * last committed WQE that asked (device state); a wait for a ticket
+	 * past it first posts a signalled NOP. */
+	uint32_t sq_signal_every;
+	uint32_t pad5;
+	uint64_t sq_signaled;
+	/* Shared QPs (CTA, GPU): sq_marks[i & sq_mask] = end index of the post
+	 * that starts at i, set once its WQEs are written (GPU memory, depth
+	 * entries, device state); whoever holds db_lock rings once for every
+	 * consecutive written post (kinet_dev_sq_commit).  NULL: in-order
+	 * commit, each poster ringing for itself. */
+	uint64_t *sq_marks;
 };
 
 #define KINET_DEV_PEER_HOT_KEYS 4
@@ -145,6 +169,24 @@ struct kinet_dev_peer {
 	struct kinet_dev_window_table local;  /* the initiator's own regions (lkeys) */
 	struct kinet_dev_window_table remote; /* the target's regions (rkeys), mapped */
 };
+
+/* The software NIC's completion word of a CQ (kinet_dev_cq.comp_word,
+ * host memory, 8-byte aligned): rewritten by the engine after every CQE it
+ * writes (release, after the CQE), so one 8-byte read tells device code
+ * how far the CQ went and whether it may skip reading the CQEs.
+ *   bits  0..31  CQEs written (mod 2^32)
+ *   bits 32..47  wqe_counter of the last requester CQE written
+ *   bits 48..61  CQEs written that may hand data to the consumer (all but
+ *                good requester CQEs of writes and sends), mod 2^14: when
+ *                this moved, the consumer takes an acquire fence
+ *   bit  63      sticky: an error CQE was written (the consumer then reads
+ *                the CQEs themselves to find the first error)
+ * NULL on a NIC that has no such word (ConnectX). */
+#define KINET_COMP_COUNT(w) ((uint32_t)(w))
+#define KINET_COMP_WQE_COUNTER(w) ((uint16_t)((w) >> 32))
+#define KINET_COMP_DATA(w) ((uint32_t)((w) >> 48) & 0x3fffu)
+#define KINET_COMP_DATA_MASK 0x3fffu
+#define KINET_COMP_ERROR (1ull << 63)
 
 /* Offsets in the software NIC's UAR page (as the mlx5 BlueFlame register:
  * the doorbell is the first 8 bytes of the BF buffer at 0x800). */

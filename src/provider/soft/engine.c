@@ -43,23 +43,36 @@ static void cpu_relax(void)
 #endif
 }
 
+/* Adds to a counter only this thread writes (others read it relaxed). */
+static void stat_add(uint64_t *counter, uint64_t v)
+{
+	__atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
+}
+
+enum idle_state { ENGINE_BUSY, ENGINE_SPIN, ENGINE_YIELD, ENGINE_SLEEP };
+
 static void *engine_main(void *arg)
 {
 	struct kinet_engine_thread *t = arg;
 	struct kinet_engine *e = t->engine;
 	uint64_t idle_since = 0, sleep_ns = 20000, spin_ns = 0;
+	uint64_t last = kinet_now_ns();
 
 	kinet_pollers_add(true, 1);
 	if (kinet_engine_thread_cuda_init(t))
 		KINET_WARN("engine thread %d: no CUDA stream, GPU memory operations will fail", t->index);
 
 	while (!atomic_load_explicit(&e->stop, memory_order_acquire)) {
+		enum idle_state what = ENGINE_BUSY;
 		int work = 0;
 
 		if (atomic_load_explicit(&e->paused, memory_order_acquire)) {
 			engine_sleep(t, 100000);
+			last = kinet_now_ns();
 			continue;
 		}
+		/* No lock but the thread's own: its QP set, which only
+		 * kinet_engine_add_qp / remove_qp / pause take besides it. */
 		unsigned kicks = atomic_load(&t->kicks);
 		pthread_mutex_lock(&t->lock);
 		/* Again under the lock: kinet_engine_pause may have come and
@@ -80,13 +93,17 @@ static void *engine_main(void *arg)
 			if (progress)
 				work += progress(t->ctx);
 		}
+		stat_add(&t->stats.passes, 1);
 
+		uint64_t now = kinet_now_ns();
 		if (work || atomic_load(&t->kicks) != kicks) {
 			idle_since = 0;
 			sleep_ns = 20000;
+			stat_add(&t->stats.busy_passes, 1);
+			stat_add(&t->stats.busy_ns, now - last);
+			last = now;
 			continue;
 		}
-		uint64_t now = kinet_now_ns();
 		if (!idle_since) {
 			idle_since = now;
 			/* Spinning on a core another poller needs delays it. */
@@ -98,15 +115,26 @@ static void *engine_main(void *arg)
 			 * pass, not after a long burst of pauses (a pause is
 			 * ~140 cycles on recent x86). */
 			cpu_relax();
+			what = ENGINE_SPIN;
 		} else if (idle < spin_ns + e->yield_ns) {
 			sched_yield();
+			what = ENGINE_YIELD;
 		} else {
 			engine_sleep(t, sleep_ns);
 			if (sleep_ns < e->sleep_max_ns)
 				sleep_ns *= 2;
 			if (sleep_ns > e->sleep_max_ns)
 				sleep_ns = e->sleep_max_ns;
+			what = ENGINE_SLEEP;
 		}
+		/* The empty pass and what followed it count as idle time of the
+		 * state it ended in. */
+		now = kinet_now_ns();
+		stat_add(what == ENGINE_SPIN	? &t->stats.spin_ns
+			 : what == ENGINE_YIELD ? &t->stats.yield_ns
+						: &t->stats.sleep_ns,
+			 now - last);
+		last = now;
 	}
 	kinet_pollers_add(true, -1);
 	return NULL;
@@ -235,6 +263,28 @@ void kinet_engine_remove_qp(struct kinet_ctx *ctx, struct kinet_qp *qp)
 	kinet_engine_drain_qp(t, qp);
 	kinet_sqp(qp)->owner = NULL;
 	pthread_mutex_unlock(&t->lock);
+}
+
+int kinet_engine_stats(struct kinet_ctx *ctx, int index, struct kinet_engine_stats *out)
+{
+	struct kinet_engine *e = kinet_sctx(ctx)->engine;
+	struct kinet_engine_thread *t;
+
+	if (!e || index >= e->nthreads)
+		return -EINVAL;
+	t = &e->threads[index];
+	out->passes = __atomic_load_n(&t->stats.passes, __ATOMIC_RELAXED);
+	out->busy_passes = __atomic_load_n(&t->stats.busy_passes, __ATOMIC_RELAXED);
+	out->wqes = __atomic_load_n(&t->stats.wqes, __ATOMIC_RELAXED);
+	out->busy_ns = __atomic_load_n(&t->stats.busy_ns, __ATOMIC_RELAXED);
+	out->spin_ns = __atomic_load_n(&t->stats.spin_ns, __ATOMIC_RELAXED);
+	out->yield_ns = __atomic_load_n(&t->stats.yield_ns, __ATOMIC_RELAXED);
+	out->sleep_ns = __atomic_load_n(&t->stats.sleep_ns, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&t->lock);
+	out->qps = (uint32_t)t->nqps;
+	pthread_mutex_unlock(&t->lock);
+	out->pad = 0;
+	return e->nthreads;
 }
 
 void kinet_engine_kick(struct kinet_qp *qp)

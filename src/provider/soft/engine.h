@@ -43,6 +43,10 @@ struct kinet_engine_thread {
 	atomic_bool sleeping;
 	atomic_uint kicks;
 
+	/* What the thread did (kinet_ctx_engine_stats): written by the
+	 * thread alone, read by anyone (relaxed). */
+	struct kinet_engine_stats stats;
+
 	void *stream;	   /* cudaStream_t, NULL without CUDA */
 	void **event_pool; /* idle cudaEvent_t */
 	int nevents;
@@ -75,6 +79,8 @@ void kinet_engine_remove_qp(struct kinet_ctx *ctx, struct kinet_qp *qp);
 /* Wakes the thread owning qp (a host post just rang). */
 void kinet_engine_kick(struct kinet_qp *qp);
 void kinet_engine_pause(struct kinet_ctx *ctx, bool paused);
+/* Counters of engine thread `index`; the number of threads, or -EINVAL. */
+int kinet_engine_stats(struct kinet_ctx *ctx, int index, struct kinet_engine_stats *stats);
 
 /* Moves len bytes.  Host to host: memcpy, returns 0.  Either side in GPU
  * memory: issued on the engine thread's copy stream, returns 1 (the engine

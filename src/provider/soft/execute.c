@@ -392,7 +392,10 @@ int kinet_engine_progress_qp(struct kinet_engine_thread *t, struct kinet_qp *qp)
 	if (state == KINET_QPS_ERR) {
 		if (kinet_sqp(qp)->npending)
 			return work;
-		return work + flush(qp);
+		int flushed = flush(qp);
+
+		__atomic_store_n(&t->stats.wqes, t->stats.wqes + (uint64_t)flushed, __ATOMIC_RELAXED);
+		return work + flushed;
 	}
 	if (kinet_sqp(qp)->sq_ci == kinet_sqp(qp)->sq_seen_pi)
 		return work;
@@ -412,6 +415,7 @@ int kinet_engine_progress_qp(struct kinet_engine_thread *t, struct kinet_qp *qp)
 			break;
 		work++;
 	}
+	__atomic_store_n(&t->stats.wqes, t->stats.wqes + (uint64_t)work, __ATOMIC_RELAXED);
 	kinet_pending_seal(t, qp);
 	if (kinet_sqp(qp)->transport->batch_end)
 		kinet_sqp(qp)->transport->batch_end(qp);

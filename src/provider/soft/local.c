@@ -25,7 +25,8 @@ struct registry_entry {
 	struct registry_entry *next;
 };
 
-static pthread_rwlock_t registry_lock = PTHREAD_RWLOCK_INITIALIZER;
+/* Sharded: every engine batch reads it, connects and disconnects write it. */
+static struct kinet_brlock registry_lock = KINET_BRLOCK_INITIALIZER;
 static struct registry_entry *registry[REGISTRY_BUCKETS];
 
 static struct registry_entry **bucket_of(uint32_t qpn)
@@ -41,16 +42,16 @@ static int local_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote
 	if (!e)
 		return -ENOMEM;
 	e->qp = qp;
-	pthread_rwlock_wrlock(&registry_lock);
+	kinet_brlock_wrlock(&registry_lock);
 	e->next = *bucket_of(qp->qpn);
 	*bucket_of(qp->qpn) = e;
-	pthread_rwlock_unlock(&registry_lock);
+	kinet_brlock_wrunlock(&registry_lock);
 	return 0;
 }
 
 static void local_disconnect(struct kinet_qp *qp)
 {
-	pthread_rwlock_wrlock(&registry_lock);
+	kinet_brlock_wrlock(&registry_lock);
 	for (struct registry_entry **p = bucket_of(qp->qpn); *p; p = &(*p)->next) {
 		if ((*p)->qp == qp) {
 			struct registry_entry *e = *p;
@@ -60,7 +61,7 @@ static void local_disconnect(struct kinet_qp *qp)
 			break;
 		}
 	}
-	pthread_rwlock_unlock(&registry_lock);
+	kinet_brlock_wrunlock(&registry_lock);
 }
 
 /* The connected target, with a reference, or NULL while it is not there. */
@@ -68,7 +69,7 @@ static struct kinet_qp *target_get(const struct kinet_qp *qp)
 {
 	struct kinet_qp *target = NULL;
 
-	pthread_rwlock_rdlock(&registry_lock);
+	kinet_brlock_rdlock(&registry_lock);
 	for (struct registry_entry *e = *bucket_of(qp->remote.qpn); e; e = e->next) {
 		if (e->qp->qpn == qp->remote.qpn && e->qp->remote.qpn == qp->qpn) {
 			target = e->qp;
@@ -76,7 +77,7 @@ static struct kinet_qp *target_get(const struct kinet_qp *qp)
 			break;
 		}
 	}
-	pthread_rwlock_unlock(&registry_lock);
+	kinet_brlock_rdunlock(&registry_lock);
 	return target;
 }
 

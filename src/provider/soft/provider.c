@@ -87,13 +87,17 @@ static void soft_qp_fini(struct kinet_qp *qp)
 	pthread_mutex_destroy(&kinet_sqp(qp)->rq_lock);
 }
 
+/* The completion word gets a line of its own: device code polls it, the
+ * engine rewrites it per CQE, and device code writes the doorbell record. */
 static int soft_cq_create(struct kinet_cq *cq)
 {
 	cq->ring = kinet_host_alloc(cq->ctx, (size_t)cq->depth * sizeof(*cq->ring));
 	cq->dbrec = kinet_host_alloc(cq->ctx, 64);
-	if (!cq->ring || !cq->dbrec) {
+	cq->comp_word = kinet_host_alloc(cq->ctx, 64);
+	if (!cq->ring || !cq->dbrec || !cq->comp_word) {
 		kinet_host_free(cq->ctx, cq->ring);
 		kinet_host_free(cq->ctx, cq->dbrec);
+		kinet_host_free(cq->ctx, cq->comp_word);
 		return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < cq->depth; i++)
@@ -105,6 +109,7 @@ static void soft_cq_destroy(struct kinet_cq *cq)
 {
 	kinet_host_free(cq->ctx, cq->ring);
 	kinet_host_free(cq->ctx, cq->dbrec);
+	kinet_host_free(cq->ctx, cq->comp_word);
 }
 
 static void soft_qp_destroy(struct kinet_qp *qp)
@@ -135,6 +140,7 @@ static const struct kinet_provider_ops soft_ops = {
 	.ctx_stop = kinet_engine_stop,
 	.ctx_close = kinet_remote_close,
 	.ctx_pause = kinet_engine_pause,
+	.ctx_engine_stats = kinet_engine_stats,
 	.qp_create = soft_qp_create,
 	.qp_fini = soft_qp_fini,
 	.qp_add = soft_qp_add,

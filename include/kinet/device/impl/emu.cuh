@@ -106,6 +106,11 @@ KINET_DEV_FN void kinet_devi_fence_cta(void)
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
+/* A word the NIC (the engine) writes, read once without ordering. */
+KINET_DEV_FN uint64_t kinet_devi_load_relaxed_u64_sys(const uint64_t *p)
+{
+	return __atomic_load_n(p, KINET_DEVI_EMU_LOAD_ORDER);
+}
 KINET_DEV_FN uint64_t kinet_devi_load_acquire_u64_sys(const uint64_t *p)
 {
 	return __atomic_load_n(p, __ATOMIC_ACQUIRE);

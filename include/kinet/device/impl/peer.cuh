@@ -44,6 +44,7 @@
 #ifndef KINET_DEVICE_IMPL_PEER_CUH
 #define KINET_DEVICE_IMPL_PEER_CUH
 
+#include "kinet/device/impl/post.cuh"
 #include "kinet/device/impl/scope.cuh"
 #include "kinet/device/platform.cuh"
 #include "kinet/device/sq.cuh"
@@ -162,6 +163,9 @@ KINET_DEV_FN int kinet_devi_peer_drain(struct kinet_dev_qp *qp, uint64_t *ticket
 		return EIO;
 	if (kinet_devi_peer_sq_idle(qp, ticket))
 		return 0;
+	/* Under moderation the last WQEs may have asked for no CQE. */
+	if (kinet_devi_sq_cover(qp, *ticket) == ETIMEDOUT)
+		return ETIMEDOUT;
 	return kinet_dev_sq_wait(qp, *ticket);
 }
 

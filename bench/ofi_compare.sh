@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# bench/ofi_compare.sh: kinet's remote path beside libfabric's own, in one
+# run: latency and message rate of 8-byte writes between two ranks over the
+# ofi carrier (kinet-perf, two ranks) and of 8-byte messages over the same
+# libfabric provider (kinet-fi-pingpong), then the ratios.
+#
+# Usage: BUILD=build-host bench/ofi_compare.sh [shm|tcp] [ITERS]
+#
+#   shm  two processes of this host (kinetrun -n 2), KINET_OFI_PROVIDER=shm
+#   tcp  two network namespaces joined by a veth pair (tests/netns/run.sh,
+#        root only), tcp;ofi_rxm: the carrier's "other host" case
+# kinet's latency is post to completion of a remote write (the request and
+# the target's answer cross the fabric); libfabric's is the round trip of a
+# message and its echo.  Rate: kinet-perf write --rate (one poster, window
+# 64) against kinet-fi-pingpong's windowed fi_send (window 64).
+set -u
+mode=${1:-shm}
+iters=${2:-5000}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-$ROOT/build-host}
+perf=$BUILD/tools/kinet-perf
+fip=$BUILD/bench/kinet-fi-pingpong
+run2=$BUILD/tools/kinetrun
+for f in "$perf" "$fip" "$run2"; do
+	[ -x "$f" ] || {
+		echo "bench/ofi_compare.sh: $f missing (build with libfabric; BUILD=dir)" >&2
+		exit 2
+	}
+done
+out=$(mktemp -d /tmp/kinet-ofi-compare.XXXXXX)
+trap 'rm -rf "$out"' EXIT
+
+case "$mode" in
+shm)
+	export KINET_OFI_PROVIDER=shm
+	two() { "$run2" -n 2 -- env KINET_TRANSPORT=ofi "$@"; }
+	;;
+tcp)
+	export KINET_OFI_PROVIDER="tcp;ofi_rxm"
+	two() { "$ROOT/tests/netns/run.sh" --timeout 300 "$@"; }
+	;;
+*)
+	echo "usage: bench/ofi_compare.sh [shm|tcp] [ITERS]" >&2
+	exit 2
+	;;
+esac
+
+echo "# bench/ofi_compare.sh $mode, $iters iterations, $(nproc) cores, commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)"
+set -o pipefail
+two "$fip" -s 8 -n "$iters" --msgs $((iters * 20)) | tee "$out/fi" || exit 1
+two "$perf" write --lat -s 8 -n "$iters" --initiator both | tee "$out/lat" || exit 1
+two "$perf" write --rate -s 8 -n $((iters * 4)) --initiator both --no-floors | tee "$out/rate" || exit 1
+
+# Table rows of rank 0 (kinetrun prefixes "[0] ", run.sh "[rank 0] ").
+row() { sed -e 's/^\[[a-z ]*0\] //' "$out/$1" | awk -v m="$2" -v i="$3" '$1 == "write" && $2 == m && $3 == i'; }
+fi_lat=$(sed -n 's/.*fi lat 8 B round trip: median_us \([0-9.]*\).*/\1/p' "$out/fi")
+fi_rate=$(sed -n 's/.*fi rate 8 B: \([0-9.]*\) M msgs.*/\1/p' "$out/fi")
+echo "# kinet over ofi ($KINET_OFI_PROVIDER) against libfabric's own, same run:"
+printf '%-28s %12s %12s %8s\n' "measure" "kinet" "libfabric" "ratio"
+for init in gpu cpu; do
+	l=$(row lat lat $init | awk '{print $14}')
+	r=$(row rate rate $init | awk '{print $18}')
+	[ -n "$l" ] && [ -n "$fi_lat" ] &&
+		awk -v k="$l" -v f="$fi_lat" -v w="lat 8 B us ($init-initiated)" \
+			'BEGIN { printf "%-28s %12s %12s %7.2fx\n", w, k, f, k / f }'
+	[ -n "$r" ] && [ -n "$fi_rate" ] &&
+		awk -v k="$r" -v f="$fi_rate" -v w="rate 8 B M/s ($init-initiated)" \
+			'BEGIN { printf "%-28s %12s %12s %7.0f%%\n", w, k, f, 100 * k / f }'
+done
+exit 0
