@@ -155,7 +155,7 @@ struct moe_layout {
 	uint64_t total;
 };
 
-static inline int moe_local_experts(const struct moe_cfg *c)
+static __host__ __device__ inline int moe_local_experts(const struct moe_cfg *c)
 {
 	return c->experts / c->ranks;
 }

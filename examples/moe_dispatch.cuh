@@ -21,7 +21,7 @@
 #ifndef KINET_EXAMPLE_MOE_DISPATCH_CUH
 #define KINET_EXAMPLE_MOE_DISPATCH_CUH
 
-KINET_DEV_FN uint64_t moe_dest_mask(const struct moe_cfg *c, const int32_t *idx)
+static __host__ __device__ inline uint64_t moe_dest_mask(const struct moe_cfg *c, const int32_t *idx)
 {
 	uint64_t m = 0;
 	for (int j = 0; j < c->topk; j++)

@@ -79,11 +79,12 @@ struct moe_job {
 	struct kinet_boot *boot;
 	struct kinet_ctx *ctx;
 	struct kinet_mesh *mesh;
+	int own; /* ctx and mesh are the job's */
 	struct kinet_team *team;
 	struct moe_cfg cfg;
 	struct moe_args args;
 	unsigned blocks, threads;
-	char where[256];
+	char where[320];
 	uint8_t *heap;
 	int32_t *h_idx;
 	float *h_w;
@@ -132,10 +133,24 @@ static inline int moe_copy(void *dst, const void *src, size_t n, int to_device)
 #endif
 }
 
-static inline int moe_job_open(struct moe_job *j, struct kinet_boot *boot, const struct moe_opts *o)
+/* The mesh a job needs (QPs every block may use), on ctx. */
+static inline int moe_mesh_create(struct kinet_ctx *ctx, struct kinet_boot *boot, struct kinet_mesh **mesh)
+{
+	struct kinet_mesh_attr ma;
+	kinet_mesh_attr_init(&ma);
+	ma.with_recv = 0;
+	ma.qp.sharing = KINET_SHARE_GPU;
+	ma.qp.sq_depth = 512;
+	ma.qp.timeout_ms = 20000;
+	return kinet_mesh_create(ctx, boot, &ma, mesh);
+}
+
+/* Sets the job up on ctx and mesh when given (the caller's, on this rank's
+ * GPU), else on a context and mesh of its own. */
+static inline int moe_job_open(struct moe_job *j, struct kinet_boot *boot, const struct moe_opts *o,
+			       struct kinet_ctx *ctx, struct kinet_mesh *mesh)
 {
 	struct kinet_ctx_attr ca;
-	struct kinet_mesh_attr ma;
 	struct kinet_team_attr ta;
 	int rc;
 
@@ -178,14 +193,10 @@ static inline int moe_job_open(struct moe_job *j, struct kinet_boot *boot, const
 	if (!j->blocks)
 		return -EINVAL;
 #endif
-	if ((rc = kinet_ctx_open(&ca, &j->ctx)))
-		return rc;
-	kinet_mesh_attr_init(&ma);
-	ma.with_recv = 0;
-	ma.qp.sharing = KINET_SHARE_GPU;
-	ma.qp.sq_depth = 512;
-	ma.qp.timeout_ms = 20000;
-	if ((rc = kinet_mesh_create(j->ctx, boot, &ma, &j->mesh)))
+	j->own = !ctx;
+	j->ctx = ctx;
+	j->mesh = mesh;
+	if (j->own && ((rc = kinet_ctx_open(&ca, &j->ctx)) || (rc = moe_mesh_create(j->ctx, boot, &j->mesh))))
 		return rc;
 	struct moe_args *a = &j->args;
 	moe_layout_init(&a->lay, &j->cfg);
@@ -330,7 +341,8 @@ static inline void moe_job_close(struct moe_job *j)
 {
 	struct moe_args *a = &j->args;
 	kinet_team_destroy(j->team);
-	kinet_mesh_destroy(j->mesh);
+	if (j->own)
+		kinet_mesh_destroy(j->mesh);
 	moe_dev_free((void *)(uintptr_t)a->topk_idx);
 	moe_dev_free((void *)(uintptr_t)a->topk_w);
 	moe_dev_free(a->slot_of);
@@ -349,7 +361,7 @@ static inline void moe_job_close(struct moe_job *j)
 	free(j->h_src);
 	free(j->h_base);
 	free(j->h_status);
-	if (j->ctx)
+	if (j->own && j->ctx)
 		kinet_ctx_close(j->ctx);
 #if !defined(KINET_HOST_EMU)
 	if (j->stream)
