@@ -13,7 +13,8 @@
  *    warp's 16-byte stores, any other gets the token staged here and one
  *    put per block; every block signals every rank once (its share of the
  *    round).  The receiver waits for every source, then lays the tokens
- *    out per local expert: rows [expert_base[e], expert_base[e+1]);
+ *    out per local expert: rows [expert_base[e], expert_base[e+1]), copied
+ *    (MOE_LAYOUT_COPY) or as indices of the received rows (MOE_LAYOUT_INDEX);
  *  - combine: the expert rank sums, per received token, its local experts'
  *    outputs times their weights (fp32, rounded to bf16) and sends the
  *    partial back to the token's rank at the same slot; that rank adds the
@@ -35,6 +36,11 @@
 #define MOE_KMAX 8
 #define MOE_MAX_RANKS 64
 #define MOE_MAX_EXPERTS 1024
+/* The per-expert layout dispatch leaves: the rows themselves (expert_x), or
+ * which received token each row is (expert_at), for expert kernels that
+ * gather their input rows (as gather-GEMM MoE kernels do): no copy. */
+#define MOE_LAYOUT_COPY 0
+#define MOE_LAYOUT_INDEX 1
 #define MOE_SLOT_DISPATCH 0
 #define MOE_SLOT_COMBINE 1
 
@@ -74,6 +80,38 @@ static inline int moe_add_one_thread(int *p, int v)
 	return old;
 }
 #endif
+
+/* A block's published counts: flag = epoch after them (release), waited
+ * for (acquire) by later blocks of the same grid, which is resident as a
+ * whole; bounded all the same (1: timed out). */
+#define MOE_FLAG_TIMEOUT_NS 10000000000ull
+KINET_DEV_FN void moe_flag_publish(uint64_t *flag, uint64_t epoch)
+{
+#if defined(KINET_HOST_EMU)
+	__atomic_store_n(flag, epoch, __ATOMIC_RELEASE);
+#else
+	__threadfence(); /* the block's counts (ordered by its barrier) first */
+	*(volatile uint64_t *)flag = epoch;
+#endif
+}
+KINET_DEV_FN int moe_flag_wait(const uint64_t *flag, uint64_t epoch)
+{
+	uint64_t end = kinet_dev_now_ns() + MOE_FLAG_TIMEOUT_NS;
+	for (uint32_t i = 0;; i++) {
+#if defined(KINET_HOST_EMU)
+		if (__atomic_load_n(flag, __ATOMIC_ACQUIRE) == epoch)
+			return 0;
+#else
+		if (*(const volatile uint64_t *)flag == epoch) {
+			__threadfence();
+			return 0;
+		}
+#endif
+		if ((i & 63) == 63 && kinet_dev_now_ns() > end)
+			return 1;
+		kinet_dev_relax(i);
+	}
+}
 
 typedef uint16_t moe_bf16; /* bfloat16 bits */
 
@@ -137,6 +175,7 @@ struct moe_cfg {
 	int hidden;  /* H, a multiple of 8 (rows of 16-byte words) */
 	int topk;    /* k <= MOE_KMAX */
 	int experts; /* E, a multiple of ranks, <= MOE_MAX_EXPERTS */
+	int layout;  /* MOE_LAYOUT_COPY or MOE_LAYOUT_INDEX */
 };
 
 /* Heap offsets (the same on every rank) and sizes. */
@@ -199,9 +238,12 @@ struct moe_args {
 	const int32_t *topk_idx;  /* [T][k] */
 	const float *topk_w;	  /* [T][k] */
 	int32_t *slot_of;	  /* [T][R]: the token's slot at each rank, -1: not sent */
+	uint32_t *hist;		  /* [blocks][R + E]: each dispatch block's counts */
+	uint64_t *flags;	  /* [blocks]: the epoch whose counts hist holds */
 	uint32_t *epos;		  /* [T][k]: index among this rank's tokens of the expert */
 	moe_bf16 *expert_x;	  /* [rows][H]: dispatch output, per local expert */
 	uint64_t *expert_src;	  /* [rows]: source rank << 32 | token, of each row */
+	uint32_t *expert_at;	  /* [rows]: source rank * T + slot: the row in recv_x */
 	uint32_t *expert_base;	  /* [E_local + 1]: first row of each local expert */
 	const moe_bf16 *expert_y; /* [rows][H]: the experts' outputs, combine input */
 	moe_bf16 *out;		  /* [T][H]: combine output */
@@ -240,11 +282,22 @@ KINET_DEV_FN void moe_expert_block(const struct moe_args *a, moe_bf16 *y)
 	uint64_t n = (uint64_t)kinet_dev_grid_blocks() * MOE_NTHREADS;
 	for (; i < rows * vecs; i += n) {
 		uint64_t row = i / vecs;
-		int e = 0;
-		while (a->expert_base[e + 1] <= row)
-			e++;
+		int lo = 0, hi = EL; /* the expert e with base[e] <= row < base[e + 1] */
+		while (hi - lo > 1) {
+			int mid = (lo + hi) / 2;
+			if (a->expert_base[mid] <= row)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		int e = lo;
 		float f = moe_expert_scale(c->rank * EL + e);
-		union moe_vec v = moe_load16(a->expert_x + i * 8);
+		const moe_bf16 *in =
+			c->layout == MOE_LAYOUT_COPY
+				? a->expert_x + row * (uint64_t)c->hidden
+				: (const moe_bf16 *)kinet_dev_team_ptr(
+					  a->team, a->lay.recv_x + (uint64_t)a->expert_at[row] * a->lay.row);
+		union moe_vec v = moe_load16(in + (i % vecs) * 8);
 		for (int k = 0; k < 8; k++)
 			v.h[k] = moe_to_bf16(moe_fmul(moe_from_bf16(v.h[k]), f));
 		moe_store16(y + i * 8, v);

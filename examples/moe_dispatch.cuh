@@ -1,11 +1,12 @@
 /*
  * MoE dispatch (moe.cuh): one kernel, four phases per block.
  *
- *  1. Slots: block b owns tokens [t0, t1).  It counts, over the tokens
- *     before t0, how many go to each rank and to each expert (shared
- *     counters), then hands its own tokens their slots and expert indices
- *     from there: so its slots for rank p are one contiguous range
- *     [dbase[p], dcnt[p]), and the last block ends with the totals.
+ *  1. Slots: block b owns tokens [t0, t1).  It counts its tokens per rank
+ *     and per expert (shared counters), publishes the counts (hist[b],
+ *     then flags[b] = epoch), sums those of the blocks before it, and
+ *     hands its own tokens their slots and expert indices from there: its
+ *     slots for rank p are one contiguous range [dbase[p], dcnt[p]), and
+ *     the last block ends with the totals.
  *  2. Tokens: warp w copies tokens t0 + w, t0 + w + warps, ... to each rank
  *     they go to: into that rank's receive buffer when it is mapped, else
  *     into the staging area (same layout).
@@ -14,9 +15,10 @@
  *     the header (counts), and every block signals every rank with its
  *     share of the round.
  *  4. Layout: every block waits for every source, reads the headers, and
- *     the grid's warps copy each received token to the rows of its local
+ *     the grid's warps place each received token in the rows of its local
  *     experts: row = expert_base[e] + (tokens of e from earlier sources) +
- *     the token's index among its source's tokens of e.
+ *     the token's index among its source's tokens of e; the row is a copy
+ *     (MOE_LAYOUT_COPY) or the index of the received token (_INDEX).
  */
 #ifndef KINET_EXAMPLE_MOE_DISPATCH_CUH
 #define KINET_EXAMPLE_MOE_DISPATCH_CUH
@@ -65,13 +67,19 @@ KINET_DEV_FN void moe_dispatch_block(const struct moe_args *a)
 	int t0, t1;
 	moe_token_range(c, b, nb, &t0, &t1);
 
-	/* 1. slots */
+	/* 1. slots: this block's counts per rank and expert, published for the
+	 * blocks after it; the counts of the blocks before it summed (the start
+	 * of its ranges); then its tokens' slots and expert indices */
+	MOE_SHARED(int failed);
+	const int cols = R + c->experts;
 	for (int i = (int)MOE_TID; i < R; i += (int)MOE_NTHREADS)
 		dcnt[i] = 0;
 	for (int i = (int)MOE_TID; i < c->experts; i += (int)MOE_NTHREADS)
 		ecnt[i] = 0;
+	if (MOE_TID == 0)
+		failed = 0;
 	moe_sync();
-	for (int t = (int)MOE_TID; t < t0; t += (int)MOE_NTHREADS) {
+	for (int t = t0 + (int)MOE_TID; t < t1; t += (int)MOE_NTHREADS) {
 		const int32_t *idx = &a->topk_idx[(size_t)t * k];
 		uint64_t m = moe_dest_mask(c, idx);
 		for (int j = 0; j < k; j++)
@@ -81,8 +89,29 @@ KINET_DEV_FN void moe_dispatch_block(const struct moe_args *a)
 				moe_add(&dcnt[p], 1);
 	}
 	moe_sync();
-	for (int i = (int)MOE_TID; i < R; i += (int)MOE_NTHREADS)
-		dbase[i] = dcnt[i];
+	uint32_t *mine = a->hist + (size_t)b * (size_t)cols;
+	for (int i = (int)MOE_TID; i < cols; i += (int)MOE_NTHREADS)
+		mine[i] = (uint32_t)(i < R ? dcnt[i] : ecnt[i - R]);
+	moe_sync();
+	if (MOE_TID == 0)
+		moe_flag_publish(&a->flags[b], a->epoch);
+	for (uint32_t i = MOE_TID; i < b; i += MOE_NTHREADS)
+		if (moe_flag_wait(&a->flags[i], a->epoch))
+			failed = 1;
+	moe_sync();
+	if (failed) {
+		MOE_TRY(a, ETIMEDOUT);
+		return;
+	}
+	for (int col = (int)MOE_TID; col < cols; col += (int)MOE_NTHREADS) {
+		uint32_t sum = 0;
+		for (uint32_t i = 0; i < b; i++)
+			sum += ((const volatile uint32_t *)a->hist)[(size_t)i * (size_t)cols + (size_t)col];
+		if (col < R)
+			dcnt[col] = dbase[col] = (int)sum;
+		else
+			ecnt[col - R] = (int)sum;
+	}
 	moe_sync();
 	for (int t = t0 + (int)MOE_TID; t < t1; t += (int)MOE_NTHREADS) {
 		const int32_t *idx = &a->topk_idx[(size_t)t * k];
@@ -203,9 +232,13 @@ KINET_DEV_FN void moe_dispatch_block(const struct moe_args *a)
 			if (e < 0 || e >= EL)
 				continue;
 			uint64_t row = (uint64_t)ebase[e] + sbase[s * EL + e] + m->epos[q];
-			kinet_dev_coll_copy_warp(a->expert_x + row * (uint64_t)c->hidden, src, l->row);
-			if (MOE_LANE == 0)
+			if (c->layout == MOE_LAYOUT_COPY)
+				kinet_dev_coll_copy_warp(a->expert_x + row * (uint64_t)c->hidden, src,
+							 l->row);
+			if (MOE_LANE == 0) {
 				a->expert_src[row] = ((uint64_t)s << 32) | (uint32_t)m->token;
+				a->expert_at[row] = (uint32_t)at;
+			}
 		}
 	}
 	/* Sends through QPs complete (errors show here, not at the next round). */

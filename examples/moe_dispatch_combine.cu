@@ -4,11 +4,13 @@
  * element against a CPU reference.
  *
  *   kinetrun -n 2 -- ./moe_dispatch_combine [--tokens T] [--hidden H] [--topk K]
- *                     [--experts E] [--rounds N] [--blocks B] [--threads N]
+ *                     [--experts E] [--rounds N] [--blocks B] [--threads N] [--layout copy|index]
  *
  * Each rank has T tokens of H bf16 values routed to K of E experts (E / ranks
  * per rank).  Per round: a dispatch kernel sends each token to the ranks of
- * its experts and lays the received tokens out per local expert; an expert
+ * its experts and lays the received tokens out per local expert (copies of
+ * the rows, or with --layout index the rows' places in the receive buffer,
+ * which the expert kernel gathers from); an expert
  * kernel scales expert e's rows by 2^(e % 3 - 1); a combine kernel sends the
  * weighted partial sums back and adds them up.  Every round has new tokens
  * and routes, and continues the team's signal rounds (no reset between).
@@ -78,9 +80,9 @@ int main(int argc, char **argv)
 		return fail("setting up", rc);
 	if (rank == 0)
 		printf("moe_dispatch_combine: %d ranks on %s; T=%d H=%d k=%d E=%d; %u blocks x %u threads; "
-		       "%d rounds\n",
+		       "%d rounds; %s layout\n",
 		       j.cfg.ranks, j.where, j.cfg.tokens, j.cfg.hidden, j.cfg.topk, j.cfg.experts, j.blocks,
-		       j.threads, o.rounds);
+		       j.threads, o.rounds, o.layout == MOE_LAYOUT_COPY ? "copy" : "index");
 	for (int p = 0; p < j.cfg.ranks; p++)
 		printf("moe_dispatch_combine: rank %d reaches rank %d %s\n", rank, p,
 		       kinet_team_peer_mapped(j.team, p) ? "with stores (mapped)"
@@ -88,8 +90,7 @@ int main(int argc, char **argv)
 	long bad_d = 0, bad_c = 0, exact = 0;
 	double max_err = 0;
 	for (int r = 1; r <= o.rounds && !rc; r++) {
-		if ((rc = moe_job_inputs(&j, (uint64_t)r)) || (rc = moe_job_round(&j, (uint64_t)r)) ||
-		    (rc = moe_job_fetch(&j)))
+		if ((rc = moe_job_inputs(&j, (uint64_t)r)) || (rc = moe_job_round(&j, (uint64_t)r, 1)))
 			break;
 		bad_d += moe_check_dispatch(&j.cfg, (uint64_t)r, j.h_base, j.h_src, j.h_ex);
 		bad_c += moe_check_combine(&j.cfg, (uint64_t)r, j.h_out, &exact, &max_err);

@@ -26,6 +26,7 @@
 
 struct moe_opts {
 	int tokens, hidden, topk, experts, rounds;
+	int layout;		  /* MOE_LAYOUT_COPY (default) or MOE_LAYOUT_INDEX */
 	unsigned blocks, threads; /* 0: chosen from the sizes and the GPU */
 };
 
@@ -39,6 +40,7 @@ static inline int moe_opts_parse(struct moe_opts *o, int argc, char **argv, int 
 	o->rounds = 3;
 	o->blocks = 0;
 	o->threads = 0;
+	o->layout = MOE_LAYOUT_COPY;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		long v = i + 1 < argc ? strtol(argv[i + 1], NULL, 0) : -1;
@@ -52,6 +54,9 @@ static inline int moe_opts_parse(struct moe_opts *o, int argc, char **argv, int 
 			*dst = (int)v;
 		} else if (!strcmp(a, "--blocks") && v > 0) {
 			o->blocks = (unsigned)v;
+		} else if (!strcmp(a, "--layout") && i + 1 < argc &&
+			   (!strcmp(argv[i + 1], "copy") || !strcmp(argv[i + 1], "index"))) {
+			o->layout = !strcmp(argv[i + 1], "copy") ? MOE_LAYOUT_COPY : MOE_LAYOUT_INDEX;
 		} else if (!strcmp(a, "--threads") && v >= 32) {
 			o->threads = (unsigned)v & ~31u;
 		} else {
@@ -162,6 +167,7 @@ static inline int moe_job_open(struct moe_job *j, struct kinet_boot *boot, const
 	j->cfg.hidden = o->hidden;
 	j->cfg.topk = o->topk;
 	j->cfg.experts = o->experts;
+	j->cfg.layout = o->layout;
 	kinet_ctx_attr_init(&ca);
 #if defined(KINET_HOST_EMU)
 	ca.cuda_device = KINET_CUDA_DEVICE_NONE;
@@ -217,9 +223,12 @@ static inline int moe_job_open(struct moe_job *j, struct kinet_boot *boot, const
 	a->expert_x = (moe_bf16 *)moe_dev_alloc(rows * H * 2);
 	a->expert_y = (const moe_bf16 *)moe_dev_alloc(rows * H * 2);
 	a->expert_src = (uint64_t *)moe_dev_alloc(rows * 8);
+	a->expert_at = (uint32_t *)moe_dev_alloc(rows * 4);
 	a->expert_base = (uint32_t *)moe_dev_alloc((EL + 1) * 4);
 	a->out = (moe_bf16 *)moe_dev_alloc(T * H * 2);
 	a->status = (int *)moe_dev_alloc(j->blocks * sizeof(int));
+	a->hist = (uint32_t *)moe_dev_alloc((size_t)j->blocks * (R + (size_t)o->experts) * 4);
+	a->flags = (uint64_t *)moe_dev_alloc((size_t)j->blocks * 8);
 	j->h_idx = (int32_t *)malloc(T * K * 4);
 	j->h_w = (float *)malloc(T * K * 4);
 	j->h_x = (moe_bf16 *)malloc(T * H * 2);
@@ -229,8 +238,9 @@ static inline int moe_job_open(struct moe_job *j, struct kinet_boot *boot, const
 	j->h_base = (uint32_t *)malloc((EL + 1) * 4);
 	j->h_status = (int *)malloc(j->blocks * sizeof(int));
 	if (!a->topk_idx || !a->topk_w || !a->slot_of || !a->epos || !a->expert_x || !a->expert_y ||
-	    !a->expert_src || !a->expert_base || !a->out || !a->status || !j->h_idx || !j->h_w || !j->h_x ||
-	    !j->h_ex || !j->h_out || !j->h_src || !j->h_base || !j->h_status)
+	    !a->expert_src || !a->expert_at || !a->expert_base || !a->out || !a->status || !a->hist ||
+	    !a->flags || !j->h_idx || !j->h_w || !j->h_x || !j->h_ex || !j->h_out || !j->h_src ||
+	    !j->h_base || !j->h_status)
 		return -ENOMEM;
 	return 0;
 }
@@ -299,21 +309,33 @@ static inline int moe_job_status(struct moe_job *j)
 	return 0;
 }
 
-/* One round: dispatch, experts, combine; waits for the end. */
-static inline int moe_job_round(struct moe_job *j, uint64_t round)
+/* The rows of the expert layout into h_ex: copied from expert_x, or
+ * gathered from the receive buffer through expert_at. */
+static inline int moe_job_fetch_rows(struct moe_job *j, size_t rows)
 {
-	int rc = moe_job_launch(j, MOE_DISPATCH, round);
-	if (!rc)
-		rc = moe_job_launch(j, MOE_EXPERT, round);
-	if (!rc)
-		rc = moe_job_launch(j, MOE_COMBINE, round);
-	if (!rc)
-		rc = moe_job_sync(j);
-	return rc ? rc : moe_job_status(j);
+	const struct moe_cfg *c = &j->cfg;
+	struct moe_args *a = &j->args;
+	size_t rb = (size_t)a->lay.row, n = (size_t)c->ranks * (size_t)c->tokens;
+	if (c->layout == MOE_LAYOUT_COPY)
+		return moe_copy(j->h_ex, a->expert_x, rows * rb, 0);
+	uint8_t *recv = (uint8_t *)malloc(n * rb + 1);
+	uint32_t *at = (uint32_t *)malloc(rows * 4 + 4);
+	int rc = recv && at ? 0 : -ENOMEM;
+	if (!rc &&
+	    (moe_copy(recv, j->heap + a->lay.recv_x, n * rb, 0) || moe_copy(at, a->expert_at, rows * 4, 0)))
+		rc = -EIO;
+	for (size_t r = 0; !rc && r < rows; r++)
+		memcpy((uint8_t *)j->h_ex + r * rb, recv + (size_t)(at[r] < n ? at[r] : 0) * rb, rb);
+	free(recv);
+	free(at);
+	return rc;
 }
 
-/* The dispatch layout and the combine output, to the host. */
-static inline int moe_job_fetch(struct moe_job *j)
+/* The dispatch layout to the host (h_base, h_src, h_ex).  Called after
+ * the dispatch kernel and before the combine: a peer's next dispatch may
+ * reuse this rank's receive buffers (which the index layout points into)
+ * once this rank's combine has sent its partials. */
+static inline int moe_job_fetch_layout(struct moe_job *j)
 {
 	const struct moe_cfg *c = &j->cfg;
 	struct moe_args *a = &j->args;
@@ -321,11 +343,29 @@ static inline int moe_job_fetch(struct moe_job *j)
 	if (moe_copy(j->h_base, a->expert_base, (size_t)(EL + 1) * 4, 0))
 		return -EIO;
 	size_t rows = j->h_base[EL] < moe_max_rows(c) ? j->h_base[EL] : (size_t)moe_max_rows(c);
-	if (moe_copy(j->h_src, a->expert_src, rows * 8, 0) ||
-	    moe_copy(j->h_ex, a->expert_x, rows * (size_t)c->hidden * 2, 0) ||
-	    moe_copy(j->h_out, a->out, (size_t)c->tokens * (size_t)c->hidden * 2, 0))
+	if (moe_copy(j->h_src, a->expert_src, rows * 8, 0) || moe_job_fetch_rows(j, rows))
 		return -EIO;
 	return 0;
+}
+
+/* One round: dispatch, experts, combine, waiting for the end; with fetch,
+ * the layout (after dispatch) and the output (at the end) to the host. */
+static inline int moe_job_round(struct moe_job *j, uint64_t round, int fetch)
+{
+	int rc = moe_job_launch(j, MOE_DISPATCH, round);
+	if (!rc && fetch && !(rc = moe_job_sync(j)) && !(rc = moe_job_status(j)))
+		rc = moe_job_fetch_layout(j);
+	if (!rc)
+		rc = moe_job_launch(j, MOE_EXPERT, round);
+	if (!rc)
+		rc = moe_job_launch(j, MOE_COMBINE, round);
+	if (!rc)
+		rc = moe_job_sync(j);
+	if (!rc)
+		rc = moe_job_status(j);
+	if (!rc && fetch)
+		rc = moe_copy(j->h_out, j->args.out, (size_t)j->cfg.tokens * (size_t)j->cfg.hidden * 2, 0);
+	return rc;
 }
 
 static inline void moe_job_report_error(struct moe_job *j, int rc)
@@ -350,9 +390,12 @@ static inline void moe_job_close(struct moe_job *j)
 	moe_dev_free(a->expert_x);
 	moe_dev_free((void *)(uintptr_t)a->expert_y);
 	moe_dev_free(a->expert_src);
+	moe_dev_free(a->expert_at);
 	moe_dev_free(a->expert_base);
 	moe_dev_free(a->out);
 	moe_dev_free(a->status);
+	moe_dev_free(a->hist);
+	moe_dev_free(a->flags);
 	free(j->h_idx);
 	free(j->h_w);
 	free(j->h_x);

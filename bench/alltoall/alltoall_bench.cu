@@ -4,7 +4,7 @@
  *
  *   kinetrun -n 2 -- kinet-alltoall-bench [--tokens 1,8,128,4096] [--hidden 7168] [--topk 8]
  *       [--experts 256] [--iters 50] [--warmup 5] [--blocks B] [--threads N]
- *       [--only alltoall|moe] [--no-nccl] [--no-check]
+ *       [--only alltoall|moe] [--layout index|copy] [--no-nccl] [--no-check]
  *
  * One rank per GPU (KINET_LOCAL_RANK % GPUs), any number of ranks.  Per
  * token count T:
@@ -13,8 +13,10 @@
  *    into the mapped peers, no signals; only where peers are mapped) and
  *    NCCL's all-to-all (ncclAlltoAll, or grouped ncclSend/ncclRecv);
  *  - MoE dispatch and combine (examples/moe.cuh; k of E experts, E rounded
- *    down to a multiple of the ranks), beside NCCL's grouped send/recv of
- *    exactly the bytes each moves (tokens and their 112-byte records).
+ *    down to a multiple of the ranks; the per-expert layout as indices of
+ *    the received rows, or with --layout copy as copies: rows "kinet_copy_*"),
+ *    beside NCCL's grouped send/recv of exactly the bytes each moves
+ *    (tokens and their 112-byte records).
  * Each measurement is timed two ways per iteration: "host" = launch to the
  * end of cudaStreamSynchronize (what a program that launches the
  * collective pays), "gpu" = CUDA events around it on the stream.  Reported:
@@ -289,6 +291,7 @@ static int parse(struct bench_opts *o, int argc, char **argv)
 	o->iters = 50;
 	o->warmup = 5;
 	o->alltoall = o->moe = o->nccl = o->check = 1;
+	o->layout = MOE_LAYOUT_INDEX;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
 		if (!strcmp(a, "--tokens")) {
@@ -316,6 +319,8 @@ static int parse(struct bench_opts *o, int argc, char **argv)
 			o->blocks = (unsigned)atoi(v);
 		} else if (!strcmp(a, "--threads")) {
 			o->threads = (unsigned)atoi(v) & ~31u;
+		} else if (!strcmp(a, "--layout")) {
+			o->layout = !strcmp(v, "copy") ? MOE_LAYOUT_COPY : MOE_LAYOUT_INDEX;
 		} else if (!strcmp(a, "--only")) {
 			o->alltoall = !strcmp(v, "alltoall");
 			o->moe = !strcmp(v, "moe");

@@ -32,6 +32,7 @@ struct bench_opts {
 	int iters, warmup;
 	unsigned blocks, threads; /* 0: from the sizes and the GPU */
 	int alltoall, moe, nccl, check;
+	int layout; /* MoE: MOE_LAYOUT_INDEX (default) or MOE_LAYOUT_COPY */
 };
 
 struct bench {

@@ -19,6 +19,7 @@ import sys
 
 SERIES = [
     ("kinet_dispatch_combine", "kinet dispatch+combine", "#1f77b4", "-"),
+    ("kinet_copy_dispatch_combine", "kinet dispatch+combine, layout copied", "#9467bd", "-"),
     ("nccl_dispatch_combine", "NCCL all-to-all(v), same bytes (x2)", "#d62728", "-"),
     ("kinet_alltoall", "kinet all-to-all", "#2ca02c", "--"),
     ("nccl_alltoall", "NCCL all-to-all", "#ff7f0e", "--"),

@@ -9,8 +9,11 @@
 # finds NCCL (KINET_NCCL_LIB, else PyTorch's nvidia-nccl package, else the
 # loader's path), then runs, each bounded by KINET_BENCH_CMD_TIMEOUT_S (600 s):
 #   example-*.txt        moe_dispatch_combine at the benchmark's sizes, checked
-#                        element by element (peer path, and KINET_P2P=off)
+#                        element by element (peer path with both layouts, and
+#                        KINET_P2P=off)
 #   results-peer.jsonl   kinet-alltoall-bench, peer path (GPUs' own stores)
+#   results-peer-copy.jsonl  its MoE part with the per-expert layout copied
+#                        (rows "kinet_copy_*"; the default lays out indices)
 #   results-engine.jsonl the same with KINET_P2P=off (software NIC), fewer iterations
 #   results-1gpu.jsonl   two ranks on GPU 0 (single-GPU sanity), small
 #   log.txt machine.txt commands.txt, and summary.md + plots from plot.py
@@ -101,12 +104,16 @@ LARGEST=${TOKENS##*,}
 SIZES=(--tokens 128 --hidden "$HIDDEN" --topk 8 --experts 256)
 # ---- correctness at the benchmark's sizes ----
 run example-peer.txt KINET_LOG=warn -- "$KINETRUN" -n "$N" -- "$EXAMPLE" "${SIZES[@]}" --rounds 3
+run example-peer-index.txt KINET_LOG=warn -- "$KINETRUN" -n "$N" -- "$EXAMPLE" "${SIZES[@]}" --rounds 3 \
+	--layout index
 run example-engine.txt KINET_P2P=off -- "$KINETRUN" -n "$N" -- "$EXAMPLE" "${SIZES[@]}" --rounds 2
 run "example-$LARGEST.txt" KINET_LOG=warn -- "$KINETRUN" -n "$N" -- "$EXAMPLE" --tokens "$LARGEST" \
 	--hidden "$HIDDEN" --topk 8 --experts 256 --rounds 1
 # ---- the measurements ----
 run results-peer.jsonl KINET_LOG=warn -- "$KINETRUN" -n "$N" -- "$BENCH" --tokens "$TOKENS" --hidden "$HIDDEN" \
 	--iters "$ITERS" --warmup 5
+run results-peer-copy.jsonl KINET_LOG=warn -- "$KINETRUN" -n "$N" -- "$BENCH" --tokens "$TOKENS" \
+	--hidden "$HIDDEN" --iters 20 --warmup 3 --only moe --layout copy --no-nccl
 run results-engine.jsonl KINET_P2P=off -- "$KINETRUN" -n "$N" -- "$BENCH" --tokens "$TOKENS" --hidden "$HIDDEN" \
 	--iters 10 --warmup 2
 run results-1gpu.jsonl CUDA_VISIBLE_DEVICES=0 -- "$KINETRUN" -n 2 -- "$BENCH" --tokens 1,128 --hidden "$HIDDEN" \
