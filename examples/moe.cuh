@@ -255,6 +255,31 @@ static __host__ __device__ inline int moe_owner(const struct moe_cfg *c, int exp
 	return expert / (c->experts / c->ranks);
 }
 
+/* Into how many pieces a block cuts each of its `items` rows so that its
+ * warps all have work (small batches: a row's copy by one warp is a few
+ * dependent rounds of loads; more warps per row, fewer rounds). */
+KINET_DEV_FN uint32_t moe_pieces(uint32_t items, uint32_t vecs)
+{
+#if defined(KINET_HOST_EMU)
+	/* A block is one thread here: pieces cost nothing, and so the CPU
+	 * runs check their arithmetic too. */
+	uint32_t n = 3;
+	(void)items;
+#else
+	uint32_t n = items ? MOE_NWARPS / items : 1;
+#endif
+	n = n < 1 ? 1 : n > 8 ? 8 : n;
+	return n < vecs ? n : (vecs ? vecs : 1);
+}
+
+/* Piece q of n of a row of `vecs` 16-byte words: [*v0, *v1). */
+KINET_DEV_FN void moe_piece(uint32_t vecs, uint32_t q, uint32_t n, uint32_t *v0, uint32_t *v1)
+{
+	uint32_t per = (vecs + n - 1) / n;
+	*v0 = q * per < vecs ? q * per : vecs;
+	*v1 = *v0 + per < vecs ? *v0 + per : vecs;
+}
+
 #define MOE_TRY(a, call)                                                                                     \
 	do {                                                                                                 \
 		int st_ = (call);                                                                            \

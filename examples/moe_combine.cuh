@@ -17,7 +17,8 @@
 
 /* Row j's partial, 8 values (one 16-byte word) per lane at a time. */
 KINET_DEV_FN void moe_partial_row(const struct moe_args *a, const struct moe_meta *m, int s,
-				  const uint32_t *ebase, const uint32_t *sbase, moe_bf16 *dst)
+				  const uint32_t *ebase, const uint32_t *sbase, moe_bf16 *dst, uint32_t v0,
+				  uint32_t v1)
 {
 	const struct moe_cfg *c = &a->cfg;
 	const int EL = moe_local_experts(c), me = c->rank;
@@ -32,7 +33,7 @@ KINET_DEV_FN void moe_partial_row(const struct moe_args *a, const struct moe_met
 		rows[n] = a->expert_y + row * (uint64_t)c->hidden;
 		w[n++] = m->weight[q];
 	}
-	for (int v = (int)MOE_LANE; v < c->hidden / 8; v += (int)MOE_WARP_SIZE) {
+	for (uint32_t v = v0 + MOE_LANE; v < v1; v += MOE_WARP_SIZE) {
 		float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
 		for (int q = 0; q < n; q++) {
 			union moe_vec y = moe_load16(rows[q] + (size_t)v * 8);
@@ -72,12 +73,16 @@ KINET_DEV_FN void moe_combine_block(const struct moe_args *a)
 		cnt[s] = *(const uint32_t *)kinet_dev_team_ptr(team, l->recv_hdr + (uint64_t)s * l->hdr);
 	moe_sync();
 
-	/* 1. partials of this block's slots of every source */
+	/* 1. partials of this block's slots of every source, a (slot, piece)
+	 * per warp at a time */
+	const uint32_t vecs = (uint32_t)H / 8;
 	for (int i = 0; i < R; i++) {
 		int s = (me + 1 + (int)b + i) % R;
 		uint32_t per = (cnt[s] + nb - 1) / nb, j0 = b * per < cnt[s] ? b * per : cnt[s];
 		uint32_t j1 = j0 + per < cnt[s] ? j0 + per : cnt[s];
-		for (uint32_t j = j0 + MOE_WARP_ID; j < j1; j += MOE_NWARPS) {
+		uint32_t pc = moe_pieces(j1 - j0, vecs), v0, v1;
+		for (uint32_t it = MOE_WARP_ID; it < (j1 - j0) * pc; it += MOE_NWARPS) {
+			uint32_t j = j0 + it / pc;
 			uint64_t at = (uint64_t)s * T + j;
 			const struct moe_meta *m = (const struct moe_meta *)kinet_dev_team_ptr(
 				team, l->recv_meta + at * sizeof(struct moe_meta));
@@ -85,7 +90,8 @@ KINET_DEV_FN void moe_combine_block(const struct moe_args *a)
 			moe_bf16 *dst = (moe_bf16 *)kinet_dev_team_peer_ptr(team, s, back);
 			if (!dst)
 				dst = (moe_bf16 *)kinet_dev_team_ptr(team, l->comb_stage + at * l->row);
-			moe_partial_row(a, m, s, ebase, sbase, dst);
+			moe_piece(vecs, it % pc, pc, &v0, &v1);
+			moe_partial_row(a, m, s, ebase, sbase, dst, v0, v1);
 		}
 	}
 	moe_sync();

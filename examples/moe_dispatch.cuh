@@ -124,28 +124,33 @@ KINET_DEV_FN void moe_dispatch_block(const struct moe_args *a)
 	moe_sync();
 
 	/* 2. tokens (slots and records of this block's own tokens are its own
-	 * writes, ordered by the barrier above) */
-	for (int t = t0 + (int)MOE_WARP_ID; t < t1; t += (int)MOE_NWARPS) {
-		const void *src = kinet_dev_team_ptr(team, l->x + (uint64_t)t * l->row);
-		for (int i = 0; i < R; i++) {
-			int p = (me + 1 + t + i) % R; /* the warps spread over the ranks */
-			int s = a->slot_of[(size_t)t * R + p];
-			if (s < 0)
-				continue;
-			uint64_t at = (uint64_t)me * T + (uint64_t)s;
-			uint8_t *dx = (uint8_t *)kinet_dev_team_peer_ptr(team, p, l->recv_x + at * l->row);
-			struct moe_meta *dm = (struct moe_meta *)kinet_dev_team_peer_ptr(
-				team, p, l->recv_meta + at * sizeof(struct moe_meta));
-			if (!dx) { /* through the QP: stage, sent in phase 3 */
-				uint64_t st = (uint64_t)p * T + (uint64_t)s;
-				dx = (uint8_t *)kinet_dev_team_ptr(team, l->stage_x + st * l->row);
-				dm = (struct moe_meta *)kinet_dev_team_ptr(team,
-									   l->stage_meta + st * sizeof(*dm));
-			}
-			kinet_dev_coll_copy_warp(dx, src, l->row);
-			if (MOE_LANE == 0)
-				moe_meta_write(a, t, dm);
+	 * writes, ordered by the barrier above): one (token, rank, piece) per
+	 * warp at a time, the ranks of a token and the pieces of a row on
+	 * different warps */
+	const uint32_t vecs = (uint32_t)(l->row / 16), items = (uint32_t)(t1 - t0) * (uint32_t)R;
+	const uint32_t pc = moe_pieces(items, vecs);
+	for (uint32_t it = MOE_WARP_ID; it < items * pc; it += MOE_NWARPS) {
+		uint32_t q = it % pc, v0, v1;
+		int t = t0 + (int)(it / pc / (uint32_t)R), i = (int)(it / pc % (uint32_t)R);
+		int p = (me + 1 + t + i) % R; /* the warps spread over the ranks */
+		int s = a->slot_of[(size_t)t * R + p];
+		if (s < 0)
+			continue;
+		const uint8_t *src = (const uint8_t *)kinet_dev_team_ptr(team, l->x + (uint64_t)t * l->row);
+		uint64_t at = (uint64_t)me * T + (uint64_t)s;
+		uint8_t *dx = (uint8_t *)kinet_dev_team_peer_ptr(team, p, l->recv_x + at * l->row);
+		struct moe_meta *dm = (struct moe_meta *)kinet_dev_team_peer_ptr(
+			team, p, l->recv_meta + at * sizeof(struct moe_meta));
+		if (!dx) { /* through the QP: stage, sent in phase 3 */
+			uint64_t st = (uint64_t)p * T + (uint64_t)s;
+			dx = (uint8_t *)kinet_dev_team_ptr(team, l->stage_x + st * l->row);
+			dm = (struct moe_meta *)kinet_dev_team_ptr(team, l->stage_meta + st * sizeof(*dm));
 		}
+		moe_piece(vecs, q, pc, &v0, &v1);
+		kinet_dev_coll_copy_warp(dx + (uint64_t)v0 * 16, src + (uint64_t)v0 * 16,
+					 (uint64_t)(v1 - v0) * 16);
+		if (q == 0 && MOE_LANE == 0)
+			moe_meta_write(a, t, dm);
 	}
 	moe_sync();
 
