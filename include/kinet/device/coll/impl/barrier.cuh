@@ -24,8 +24,7 @@ KINET_DEV_FN int kinet_devi_team_barrier_g(int g, const struct kinet_dev_team *t
 			const struct kinet_dev_team_peer *x = &team->peer[p];
 			uint64_t off = ((uint64_t)slot * (uint64_t)team->size + (uint64_t)team->rank) * 8;
 			if (x->mapped) {
-				kinet_dev_fence_release_sys();
-				kinet_devi_red_add_u64_sys((uint64_t *)(void *)(x->mapped + off), 1);
+				kinet_devi_team_red_release((uint64_t *)(void *)(x->mapped + off), 1);
 			} else {
 				st = kinet_dev_signal(x->qp, x->addr + off, x->rkey, 1, NULL);
 			}

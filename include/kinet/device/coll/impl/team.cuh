@@ -80,6 +80,21 @@ KINET_DEV_FN void kinet_devi_coll_copy_g(int g, void *dst, const void *src, uint
 #endif
 }
 
+/* A signal to a mapped rank: the group's earlier stores (synchronised by
+ * the caller's barrier), then the add, at system scope.  On the GPU a
+ * cumulative release fence and a reduction (no round trip for the old
+ * value); under emulation a release add, which is the same in C11 and
+ * which ThreadSanitizer, modelling no fences, sees as the edge it is. */
+KINET_DEV_FN void kinet_devi_team_red_release(uint64_t *word, uint64_t value)
+{
+#if defined(KINET_HOST_EMU)
+	__atomic_fetch_add(word, value, __ATOMIC_RELEASE);
+#else
+	kinet_dev_fence_release_sys();
+	kinet_devi_red_add_u64_sys(word, value);
+#endif
+}
+
 KINET_DEV_FN uint64_t kinet_devi_team_share(uint64_t part, uint64_t nparts)
 {
 	return part + 1 < nparts ? 1 : KINET_DEV_TEAM_EPOCH - (nparts - 1);
@@ -120,10 +135,8 @@ KINET_DEV_FN int kinet_devi_team_signal_g(int g, const struct kinet_dev_team *te
 	kinet_devi_group_sync(g);
 	if (!p->mapped)
 		return kinet_devi_signal_g(g, p->qp, p->addr + off, p->rkey, value, NULL);
-	if (kinet_devi_group_rank(g) == 0) {
-		kinet_dev_fence_release_sys();
-		kinet_devi_red_add_u64_sys((uint64_t *)(void *)(p->mapped + off), value);
-	}
+	if (kinet_devi_group_rank(g) == 0)
+		kinet_devi_team_red_release((uint64_t *)(void *)(p->mapped + off), value);
 	return 0;
 }
 
