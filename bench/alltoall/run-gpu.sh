@@ -22,6 +22,9 @@
 # sizes, KINET_BENCH_ITERS (50) the iterations of the peer-path run.
 set -u
 
+# Policy of the GPU machine (as scripts/gpu-test.sh): NVLink multicast stays off.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 OUT=${1:?usage: run-gpu.sh OUTDIR [NRANKS]}
 BUILD=${BUILD:-$ROOT/build-gpu}
