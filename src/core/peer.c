@@ -51,6 +51,12 @@ struct kinet_peer_link {
 	struct kinet_dev_peer *dev;		      /* device copy (qp->ctx memory) */
 	uint32_t slot_key[2][KINET_DEV_PEER_WINDOWS]; /* 0: free or revoked */
 	uint32_t count[2];
+	/* Host copy of the windows for kinet_peer_qp_remote_ptr: fields, then
+	 * the key (release), as in the device table; read without the writer's
+	 * lock (a transport fills the remote side under its own). */
+	struct kinet_dev_window host_win[2][KINET_DEV_PEER_WINDOWS];
+	_Atomic uint32_t host_key[2][KINET_DEV_PEER_WINDOWS];
+	_Atomic uint32_t host_count[2];
 	bool full_logged[2]; /* per side: they have different owners */
 	struct kinet_peer_link *next;
 };
@@ -198,6 +204,9 @@ static void window_put(struct kinet_peer_link *l, int side, uint32_t key, const 
 	l->slot_key[side][slot] = key;
 	l->count[side] = slot + 1;
 	table_publish(l, &t->count, slot + 1);
+	l->host_win[side][slot] = *w;
+	atomic_store_explicit(&l->host_key[side][slot], key, memory_order_release);
+	atomic_store_explicit(&l->host_count[side], slot + 1, memory_order_release);
 }
 
 static void window_add(struct kinet_peer_link *l, int side, struct kinet_mr *mr)
@@ -227,6 +236,7 @@ static void windows_revoke(struct kinet_peer_link *l, int side, uint32_t key)
 			continue;
 		hot_key_publish(l, side, i, 0);
 		table_publish(l, &t->key[i], 0);
+		atomic_store_explicit(&l->host_key[side][i], 0, memory_order_release);
 		l->slot_key[side][i] = 0;
 	}
 }
@@ -466,6 +476,35 @@ void kinet_peer_remote_ready(struct kinet_qp *qp, bool ok)
 {
 	if (qp->peer_link && qp->peer_link->by_transport)
 		atomic_store(&qp->peer_link->remote_state, ok ? REMOTE_READY : REMOTE_REFUSED);
+}
+
+int kinet_peer_qp_remote_ptr(struct kinet_qp *qp, uint64_t addr, uint64_t length, uint32_t rkey,
+			     uint32_t access, void **ptr)
+{
+	const struct kinet_peer_link *l;
+	int ret = -ENOENT;
+
+	*ptr = NULL;
+	pthread_mutex_lock(&peer_lock);
+	l = qp->peer_link;
+	if (l && kinet_qp_path(qp) == KINET_QP_PATH_PEER) {
+		uint32_t n = atomic_load_explicit(&l->host_count[SIDE_REMOTE], memory_order_acquire);
+
+		for (uint32_t i = 0; i < n && ret; i++) {
+			const struct kinet_dev_window *w = &l->host_win[SIDE_REMOTE][i];
+
+			if (!rkey ||
+			    atomic_load_explicit(&l->host_key[SIDE_REMOTE][i], memory_order_acquire) != rkey)
+				continue;
+			if (addr < w->addr || length > w->length || addr - w->addr > w->length - length ||
+			    (w->access & access) != access)
+				break;
+			*ptr = (void *)(uintptr_t)(addr + w->delta);
+			ret = 0;
+		}
+	}
+	pthread_mutex_unlock(&peer_lock);
+	return ret;
 }
 
 const char *kinet_qp_path_name(enum kinet_qp_path path)

@@ -44,5 +44,11 @@ bool kinet_peer_window_in_process(const struct kinet_ctx *viewer, uint64_t addr,
 void kinet_peer_remote_window_add(struct kinet_qp *qp, uint32_t key, const struct kinet_dev_window *w);
 void kinet_peer_remote_window_revoke(struct kinet_qp *qp, uint32_t key);
 void kinet_peer_remote_ready(struct kinet_qp *qp, bool ok);
+/* A device-usable pointer to [addr, addr+length) of qp's target, whose
+ * device code may use it as long as the region stays registered (what
+ * nvshmem_ptr gives): 0, or -ENOENT when qp has no peer path or no live
+ * window keyed rkey holds the range with every right in access. */
+int kinet_peer_qp_remote_ptr(struct kinet_qp *qp, uint64_t addr, uint64_t length, uint32_t rkey,
+			     uint32_t access, void **ptr);
 
 #endif /* KINET_CORE_PEER_H */

@@ -10,10 +10,12 @@
 #include <string.h>
 
 #include <kinet/boot.h>
+#include <kinet/coll.cuh>
 #include <kinet/device.cuh>
 #include <kinet/kinet.h>
 #include <kinet/mesh.h>
 #include <kinet/syndrome.h>
+#include <kinet/team.h>
 #include <kinet/wire.h>
 
 #define LEN 64
