@@ -115,11 +115,11 @@ static void no_list(char *why, size_t whylen)
 {
 	int err = errno;
 
-	snprintf(why, whylen, "no mlx5 device: %s (ibv_get_device_list: %s)",
-		 err == ENOSYS ? "this kernel offers no RDMA devices (is the mlx5_ib module loaded, and "
-				 "/sys/class/infiniband visible here?)"
-			       : "rdma-core cannot list RDMA devices",
-		 strerror(err));
+	snprintf(why, whylen, "no mlx5 device: %s (ibv_get_device_list: %s)%s",
+		 err == ENOSYS ? "this kernel offers no RDMA devices" : "rdma-core cannot list RDMA devices",
+		 strerror(err),
+		 err == ENOSYS ? "; is the mlx5_ib module loaded and /sys/class/infiniband visible here?"
+			       : "");
 }
 
 int kinet_mlx5_device_probe(const struct kinet_mlx5_verbs *v, char *why, size_t whylen)
