@@ -194,8 +194,13 @@ int kinet_mlx5_qp_create(struct kinet_qp *qp)
 	a.cap.max_send_sge = 1;
 	a.cap.max_recv_wr = qp->rq_depth;
 	a.cap.max_recv_sge = qp->rq_depth ? qp->attr.max_recv_sge : 0;
-	a.comp_mask = IBV_QP_INIT_ATTR_PD;
+	a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	a.pd = mq->domain;
+	/* The opcodes kinet posts, no memory-window binds: rdma-core then
+	 * sizes a WQE as one BB (ctrl, remote address, atomic, one SGE). */
+	a.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_WRITE |
+			   IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
+			   IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 	memset(&dv, 0, sizeof(dv));
 	/* Small received payloads and read responses land in the buffers the
 	 * WQEs name, never in the CQE (which device code does not copy). */
