@@ -70,6 +70,13 @@ static void describe_port(struct out *o, const struct kinet_mlx5_verbs *v, struc
 	free(g);
 }
 
+static const char *atomics(enum ibv_atomic_cap cap)
+{
+	if (cap == IBV_ATOMIC_GLOB)
+		return "global (PCIe atomics)";
+	return cap == IBV_ATOMIC_HCA ? "HCA (atomic among the NIC's own)" : "none";
+}
+
 static void describe_devices(struct out *o, const struct kinet_mlx5_verbs *v, struct ibv_device **list)
 {
 	for (int i = 0; list[i]; i++) {
@@ -85,8 +92,9 @@ static void describe_devices(struct out *o, const struct kinet_mlx5_verbs *v, st
 				v->close_device(c);
 			continue;
 		}
-		say(o, "%s: firmware %s, %u port%s, sysfs %s", v->get_device_name(list[i]), da.fw_ver,
-		    da.phys_port_cnt, da.phys_port_cnt == 1 ? "" : "s", list[i]->ibdev_path);
+		say(o, "%s: firmware %s, %u port%s, atomics %s, sysfs %s", v->get_device_name(list[i]),
+		    da.fw_ver, da.phys_port_cnt, da.phys_port_cnt == 1 ? "" : "s", atomics(da.atomic_cap),
+		    list[i]->ibdev_path);
 		for (uint8_t p = 1; p <= da.phys_port_cnt; p++)
 			describe_port(o, v, c, v->get_device_name(list[i]), p);
 		v->close_device(c);
