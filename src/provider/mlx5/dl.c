@@ -93,7 +93,7 @@ static int load(const char **why)
 	return 0;
 fail:
 	snprintf(why_buf, sizeof(why_buf),
-		 "rdma-core too old: %s lacks %s (kinet's ConnectX provider needs rdma-core v29 or newer)",
+		 "rdma-core too old: %s lacks %s (kinet's ConnectX provider needs rdma-core v32 or newer)",
 		 missing[0] == 'm' ? mname : vname, missing);
 	*why = why_buf;
 	return -ENODEV;
