@@ -49,9 +49,16 @@ KINET_API int kinet_ctx_close(struct kinet_ctx *ctx);
 KINET_API const char *kinet_ctx_provider(const struct kinet_ctx *ctx);
 /* Whether kinet_ctx_open() could open provider name ("soft", "mlx5") here:
  * 0, or -ENODEV (not usable) or -EINVAL (no such provider) with *why (if
- * not NULL) a static sentence saying why.  Logs nothing: for tools that
- * list what a machine offers. */
+ * not NULL) a sentence saying why, valid until the next probe.  Logs
+ * nothing: for tools that list what a machine offers. */
 KINET_API int kinet_provider_probe(const char *name, const char **why);
+/* What provider name finds on this machine (devices, ports, what works and
+ * why not), one line at a time through line(arg, text), for tools such as
+ * kinet-info.  0; -ENODEV after lines saying why the provider is not
+ * usable; -EINVAL (no such provider); -EOPNOTSUPP (nothing to describe).
+ * Logs nothing that was not asked for. */
+typedef void (*kinet_describe_fn)(void *arg, const char *line);
+KINET_API int kinet_provider_describe(const char *name, kinet_describe_fn line, void *arg);
 /* 1 when the build has CUDA and a device is usable, else 0. */
 KINET_API int kinet_cuda_available(void);
 
@@ -71,7 +78,8 @@ KINET_API int kinet_ctx_last_error(struct kinet_ctx *ctx, struct kinet_error *er
 KINET_API void kinet_ctx_clear_error(struct kinet_ctx *ctx);
 
 /* Engine control, for tests and for measuring: a paused engine executes
- * nothing until resumed (doorbells are remembered). */
+ * nothing until resumed (doorbells are remembered).  -EOPNOTSUPP where the
+ * provider is a NIC, which cannot be paused (mlx5). */
 KINET_API int kinet_ctx_pause(struct kinet_ctx *ctx);
 KINET_API int kinet_ctx_resume(struct kinet_ctx *ctx);
 

@@ -24,6 +24,7 @@ static uint32_t log2_ceil(uint32_t v)
 int kinet_cq_create(struct kinet_ctx *ctx, const struct kinet_cq_attr *attr, struct kinet_cq **out)
 {
 	struct kinet_cq *cq;
+	int ret;
 
 	if (!out)
 		return KINET_EINVAL("cq", "NULL");
@@ -37,23 +38,24 @@ int kinet_cq_create(struct kinet_ctx *ctx, const struct kinet_cq_attr *attr, str
 	if (attr->flags & ~(uint32_t)KINET_CQ_IGNORE_OVERRUN)
 		return KINET_EINVAL("attr->flags", "unknown flags");
 
-	cq = calloc(1, sizeof(*cq));
+	cq = calloc(1, ctx->ops->cq_size ? ctx->ops->cq_size : sizeof(*cq));
 	if (!cq)
 		return -ENOMEM;
 	cq->ctx = ctx;
 	cq->flags = attr->flags;
 	cq->log_depth = log2_ceil(attr->depth < CQ_MIN_DEPTH ? CQ_MIN_DEPTH : attr->depth);
 	cq->depth = 1u << cq->log_depth;
-	if (ctx->ops->cq_create(cq)) {
+	ret = ctx->ops->cq_create(cq);
+	if (ret) {
 		free(cq);
-		return -ENOMEM;
+		return ret;
 	}
 	pthread_mutex_init(&cq->lock, NULL);
 	pthread_mutex_init(&cq->poll_lock, NULL);
 
 	pthread_mutex_lock(&ctx->obj_lock);
-	cq->cqn = ctx->next_cqn++ & 0xffffff;
-	if (!cq->cqn)
+	/* A NIC numbers its CQs itself (WAIT WQEs name that number). */
+	while (!cq->cqn)
 		cq->cqn = ctx->next_cqn++ & 0xffffff;
 	cq->next_in_ctx = ctx->cqs;
 	ctx->cqs = cq;
@@ -341,6 +343,10 @@ static void cqe_decode(struct kinet_cq *cq, const struct kinet_cqe64 *cqe, uint8
 	 * keeps a QP being destroyed by another thread alive until the
 	 * decode is done. */
 	qp = kinet_ctx_get_qp(cq->ctx, wc->qp_num);
+	/* A NIC wrote it: the provider surfaces the error as the software
+	 * NIC does when it writes one (first error, QP to the error state). */
+	if ((opcode == KINET_CQE_REQ_ERR || opcode == KINET_CQE_RESP_ERR) && cq->ctx->ops->cq_error)
+		cq->ctx->ops->cq_error(cq, qp, cqe);
 
 	switch (opcode) {
 	case KINET_CQE_REQ:

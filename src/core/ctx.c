@@ -53,41 +53,56 @@ void kinet_ctx_attr_init(struct kinet_ctx_attr *attr)
 
 int kinet_provider_probe(const char *name, const char **why)
 {
+	const struct kinet_provider *p = name ? kinet_provider_find(name) : NULL;
 	const char *reason = NULL;
 	int ret = 0;
 
 	if (!name) {
 		reason = "no provider named";
 		ret = -EINVAL;
-	} else if (!strcmp(name, "mlx5")) {
-		reason = "the ConnectX hardware provider is not available in this build yet "
-			 "(rdma-core will be loaded at run time once it lands)";
-		ret = -ENODEV;
-	} else if (strcmp(name, "soft")) {
+	} else if (!p) {
 		reason = "no such provider (soft or mlx5)";
 		ret = -EINVAL;
+	} else if (p->ops->probe) {
+		ret = p->ops->probe(&reason);
 	}
 	if (why)
 		*why = reason;
 	return ret;
 }
 
+int kinet_provider_describe(const char *name, kinet_describe_fn line, void *arg)
+{
+	const struct kinet_provider *p;
+
+	if (!name)
+		return KINET_EINVAL("name", "NULL");
+	if (!line)
+		return KINET_EINVAL("line", "NULL");
+	p = kinet_provider_find(name);
+	if (!p)
+		return -EINVAL;
+	return p->ops->describe ? p->ops->describe(line, arg) : -EOPNOTSUPP;
+}
+
+/* auto is the software NIC: the ConnectX provider has been compiled and
+ * unit-tested but not yet run on a NIC, so it is taken only when asked for
+ * (docs/architecture/mlx5.md). */
 static int choose_provider(const char *name, const char **chosen, const struct kinet_provider_ops **ops)
 {
-	const struct kinet_provider *soft = kinet_provider_find("soft");
-
-	if (!soft) { /* registered at load time; only a broken link lacks it */
-		KINET_ERR("the software NIC provider is not registered");
-		return -ENODEV;
-	}
+	const struct kinet_provider *p = kinet_provider_find(!strcmp(name, "auto") ? "soft" : name);
 	const char *why;
 	int ret;
 
 	if (!strcmp(name, "auto")) {
-		KINET_INFO("provider auto: the ConnectX (mlx5) provider is not available in this build, "
-			   "using the software NIC");
-		*chosen = soft->name;
-		*ops = soft->ops;
+		if (!p) { /* registered at load time; only a broken link lacks it */
+			KINET_ERR("the software NIC provider is not registered");
+			return -ENODEV;
+		}
+		KINET_INFO("provider auto: the software NIC (KINET_PROVIDER=mlx5 asks for a ConnectX NIC, "
+			   "docs/MLX5.md)");
+		*chosen = p->name;
+		*ops = p->ops;
 		return 0;
 	}
 	ret = kinet_provider_probe(name, &why);
@@ -96,8 +111,8 @@ static int choose_provider(const char *name, const char **chosen, const struct k
 	else if (ret)
 		KINET_ERR("unknown provider '%s' (auto, soft or mlx5)", name);
 	else {
-		*chosen = soft->name;
-		*ops = soft->ops;
+		*chosen = p->name;
+		*ops = p->ops;
 	}
 	return ret;
 }
@@ -227,6 +242,10 @@ int kinet_ctx_close(struct kinet_ctx *ctx)
 		kinet_qp_destroy(ctx->qps);
 	while (ctx->cqs)
 		kinet_cq_destroy(ctx->cqs);
+	/* Regions a NIC knows go before its protection domain (ctx_close);
+	 * the software NIC's carriers may still name theirs. */
+	if (ctx->ops->mr_dereg)
+		kinet_mr_table_free(ctx);
 	/* Carriers last: engine thread 0 drove them and QPs used them. */
 	ctx->ops->ctx_close(ctx);
 	kinet_mr_table_free(ctx);
@@ -343,20 +362,27 @@ void kinet_ctx_clear_error(struct kinet_ctx *ctx)
 
 /* ---- engine control ---- */
 
-int kinet_ctx_pause(struct kinet_ctx *ctx)
+static int ctx_pause(struct kinet_ctx *ctx, bool paused, const char *func)
 {
 	if (!ctx)
 		return KINET_EINVAL("ctx", "NULL");
-	ctx->ops->ctx_pause(ctx, true);
+	if (!ctx->ops->ctx_pause) {
+		KINET_ERR("%s: provider %s executes WQEs in a NIC, which cannot be paused", func,
+			  ctx->provider_name);
+		return -EOPNOTSUPP;
+	}
+	ctx->ops->ctx_pause(ctx, paused);
 	return 0;
+}
+
+int kinet_ctx_pause(struct kinet_ctx *ctx)
+{
+	return ctx_pause(ctx, true, __func__);
 }
 
 int kinet_ctx_resume(struct kinet_ctx *ctx)
 {
-	if (!ctx)
-		return KINET_EINVAL("ctx", "NULL");
-	ctx->ops->ctx_pause(ctx, false);
-	return 0;
+	return ctx_pause(ctx, false, __func__);
 }
 
 int kinet_ctx_engine_stats(struct kinet_ctx *ctx, int thread, struct kinet_engine_stats *stats)

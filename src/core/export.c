@@ -140,7 +140,10 @@ static uint32_t moderation(const struct kinet_qp *qp)
 static int qp_fill(struct kinet_qp *qp, struct kinet_dev_qp *d)
 {
 	struct kinet_ctx *ctx = qp->ctx;
-	uint8_t *uar_db = (uint8_t *)kinet_host_dev_ptr(ctx, qp->uar);
+	/* Only the GPU and BlueFlame modes write the register: a CPU-mode QP
+	 * needs no mapping of it (a NIC's may have failed, docs/MLX5.md). */
+	uint8_t *uar_db =
+		qp->db_mode == KINET_DB_CPU ? NULL : (uint8_t *)kinet_host_dev_ptr(ctx, kinet_qp_db_reg(qp));
 
 	memset(d, 0, sizeof(*d));
 	d->sq = kinet_host_dev_ptr(ctx, qp->sq);
@@ -152,8 +155,6 @@ static int qp_fill(struct kinet_qp *qp, struct kinet_dev_qp *d)
 	d->max_inline = DEV_MAX_INLINE;
 	d->dbrec = kinet_host_dev_ptr(ctx, qp->dbrec);
 	d->db_cpu_pi = kinet_host_dev_ptr(ctx, (void *)qp->db_cpu);
-	if (uar_db)
-		uar_db += KINET_UAR_DB_OFFSET;
 	d->uar_db = (uint64_t *)(void *)uar_db;
 	d->bf = d->uar_db;
 	d->timeout_ns = (uint64_t)qp->attr.timeout_ms * 1000000ull;
@@ -175,7 +176,7 @@ static int qp_fill(struct kinet_qp *qp, struct kinet_dev_qp *d)
 	d->sq_signaled = qp->sq_pi;
 	d->sq_signal_every = moderation(qp);
 	d->rq_reserved = d->rq_ready = d->rq_done = qp->rq_pi;
-	if (!d->sq || !d->dbrec || !d->db_cpu_pi || !d->uar_db || !d->err)
+	if (!d->sq || !d->dbrec || !d->db_cpu_pi || (qp->db_mode != KINET_DB_CPU && !d->uar_db) || !d->err)
 		return -EIO;
 	return 0;
 }

@@ -75,7 +75,7 @@ static int qp_fill(struct kinet_qp *qp, struct kinet_gpunetio_qp *d)
 {
 	struct kinet_ctx *ctx = qp->ctx;
 	uint32_t *dbrec = kinet_host_dev_ptr(ctx, qp->dbrec);
-	uint8_t *uar = kinet_host_dev_ptr(ctx, qp->uar);
+	uint8_t *db_reg = qp->db_mode == KINET_DB_CPU ? NULL : kinet_host_dev_ptr(ctx, kinet_qp_db_reg(qp));
 	int ret;
 
 	memset(d, 0, sizeof(*d));
@@ -98,7 +98,7 @@ static int qp_fill(struct kinet_qp *qp, struct kinet_gpunetio_qp *d)
 		/* BlueFlame too: GPUNetIO's high-level calls ring the doorbell
 		 * and its _bf submits copy the WQE, both at sq_db. */
 		d->nic_handler = KINET_GPUNETIO_NIC_HANDLER_GPU_SM_DB;
-		d->sq_db = uar ? (uint64_t *)(void *)(uar + KINET_UAR_DB_OFFSET) : NULL;
+		d->sq_db = (uint64_t *)(void *)db_reg;
 	}
 	if (!d->sq_wqe_daddr || !d->sq_dbrec || !d->sq_db)
 		return -EIO;

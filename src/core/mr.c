@@ -92,15 +92,28 @@ int kinet_mr_reg(struct kinet_ctx *ctx, void *addr, size_t length, unsigned acce
 	mr->type = type;
 	mr->cuda_device = dev;
 
+	/* The NIC first (it needs none of core's fields but the region's):
+	 * look-ups find the region only once both know it. */
+	if (ctx->ops->mr_reg) {
+		ret = ctx->ops->mr_reg(mr);
+		if (ret) {
+			free(mr);
+			return ret;
+		}
+	}
 	kinet_brlock_wrlock(&ctx->mr_lock);
 	ret = mr_slot(ctx, &idx);
 	if (ret) {
 		kinet_brlock_wrunlock(&ctx->mr_lock);
+		if (ctx->ops->mr_dereg)
+			ctx->ops->mr_dereg(mr);
 		free(mr);
 		KINET_ERR("memory region table full");
 		return ret;
 	}
 	mr->key = (idx << 8) | (ctx->key_salt++ % 255 + 1);
+	if (!ctx->ops->mr_reg)
+		mr->lkey = mr->rkey = mr->key;
 	ctx->mr_table[idx] = mr;
 	ctx->mr_count++;
 	kinet_brlock_wrunlock(&ctx->mr_lock);
@@ -131,6 +144,8 @@ int kinet_mr_dereg(struct kinet_mr *mr)
 		ctx->mr_count--;
 	}
 	kinet_brlock_wrunlock(&ctx->mr_lock);
+	if (ctx->ops->mr_dereg)
+		ctx->ops->mr_dereg(mr);
 	free(mr);
 	return 0;
 }
@@ -141,6 +156,8 @@ void kinet_mr_table_free(struct kinet_ctx *ctx)
 
 	kinet_brlock_wrlock(&ctx->mr_lock);
 	for (i = 0; i < ctx->mr_table_size; i++) {
+		if (ctx->mr_table[i] && ctx->ops->mr_dereg)
+			ctx->ops->mr_dereg(ctx->mr_table[i]);
 		free(ctx->mr_table[i]);
 		ctx->mr_table[i] = NULL;
 	}
@@ -153,6 +170,16 @@ static struct kinet_mr *mr_find(struct kinet_ctx *ctx, uint32_t key)
 	uint32_t idx = key >> 8;
 	struct kinet_mr *mr;
 
+	/* The NIC's keys (lkey or rkey) say nothing of core's table: a scan,
+	 * for the host's few look-ups (inline data, windows). */
+	if (ctx->ops->mr_reg) {
+		for (idx = 0; idx < ctx->mr_table_size; idx++) {
+			mr = ctx->mr_table[idx];
+			if (mr && (mr->lkey == key || mr->rkey == key))
+				return mr;
+		}
+		return NULL;
+	}
 	if (idx >= ctx->mr_table_size)
 		return NULL;
 	mr = ctx->mr_table[idx];
@@ -203,12 +230,12 @@ int kinet_mr_lookup_ptr(struct kinet_ctx *ctx, uint32_t key, const void *ptr, ui
 
 uint32_t kinet_mr_lkey(const struct kinet_mr *mr)
 {
-	return mr ? mr->key : KINET_INVALID_LKEY;
+	return mr ? mr->lkey : KINET_INVALID_LKEY;
 }
 
 uint32_t kinet_mr_rkey(const struct kinet_mr *mr)
 {
-	return mr ? mr->key : KINET_INVALID_LKEY;
+	return mr ? mr->rkey : KINET_INVALID_LKEY;
 }
 
 enum kinet_mem_type kinet_mr_mem_type(const struct kinet_mr *mr)
@@ -228,7 +255,7 @@ int kinet_mr_pack(const struct kinet_mr *mr, struct kinet_mr_info *info)
 	memset(info, 0, sizeof(*info));
 	info->addr = mr->access & KINET_ACCESS_ZERO_BASED ? 0 : mr->addr;
 	info->length = mr->length;
-	info->rkey = mr->key;
+	info->rkey = mr->rkey;
 	info->access = mr->access;
 	/* transport[0..7]: owner's node id, little-endian; [8]: memory type. */
 	node = mr->ctx->node_id;

@@ -24,7 +24,11 @@ struct kinet_mr {
 	struct kinet_ctx *ctx;
 	uint64_t addr;
 	uint64_t length;
-	uint32_t key; /* lkey == rkey, as on ConnectX */
+	uint32_t key; /* core's table key (index << 8 | tag) */
+	/* The keys WQEs carry: key for the software NIC; the NIC's keys where
+	 * the provider registers memory (ops->mr_reg). */
+	uint32_t lkey;
+	uint32_t rkey;
 	unsigned access;
 	enum kinet_mem_type type;
 	int cuda_device;

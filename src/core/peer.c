@@ -214,7 +214,7 @@ static void window_add(struct kinet_peer_link *l, int side, struct kinet_mr *mr)
 	struct kinet_dev_window w;
 
 	if (!atomic_load(&mr->revoked) && window_of(l->qp->ctx, mr, &w))
-		window_put(l, side, mr->key, &w);
+		window_put(l, side, side == SIDE_LOCAL ? mr->lkey : mr->rkey, &w);
 }
 
 static void windows_add_all(struct kinet_peer_link *l, int side, struct kinet_ctx *owner)
@@ -533,9 +533,9 @@ void kinet_peer_mr_revoke(struct kinet_mr *mr)
 	pthread_mutex_lock(&peer_lock);
 	for (struct kinet_peer_link *l = links; l; l = l->next) {
 		if (l->qp->ctx == mr->ctx)
-			windows_revoke(l, SIDE_LOCAL, mr->key);
+			windows_revoke(l, SIDE_LOCAL, mr->lkey);
 		if (l->target == mr->ctx)
-			windows_revoke(l, SIDE_REMOTE, mr->key);
+			windows_revoke(l, SIDE_REMOTE, mr->rkey);
 	}
 	pthread_mutex_unlock(&peer_lock);
 	mr->ctx->ops->peer_publish(mr, false);

@@ -19,9 +19,14 @@ static const char *const state_names[] = {"RESET", "INIT", "RTR", "RTS", "ERR"};
  * the last WQE written.  post_lock held. */
 static void kinet_qp_ring_doorbell(struct kinet_qp *qp, const uint8_t *last)
 {
-	uint8_t *reg = qp->uar + KINET_UAR_DB_OFFSET;
+	uint8_t *reg = kinet_qp_db_reg(qp);
 	uint64_t db;
 
+	/* A NIC's doorbell register is MMIO, written the NIC's way. */
+	if (qp->ctx->ops->ring) {
+		qp->ctx->ops->ring(qp, last);
+		return;
+	}
 	switch (qp->db_mode) {
 	case KINET_DB_CPU:
 		atomic_store_explicit(qp->db_cpu, qp->sq_pi, memory_order_release);

@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "kinet/kinet.h"
+#include "kinet/wire.h"
 
 struct kinet_ctx;
 struct kinet_qp;
@@ -26,14 +27,39 @@ enum kinet_peer_reach {
 };
 
 struct kinet_provider_ops {
-	/* Bytes core allocates for a context, QP and MR: the provider's
+	/* Bytes core allocates for a context, QP, MR and CQ: the provider's
 	 * objects begin with core's (struct kinet_ctx ctx; ...) and add its
-	 * private fields after it. */
+	 * private fields after it.  cq_size 0: core's CQ only. */
 	size_t ctx_size;
 	size_t qp_size;
 	size_t mr_size;
-	/* The doorbell mode KINET_DB_AUTO resolves to. */
+	size_t cq_size;
+	/* The doorbell mode KINET_DB_AUTO resolves to (qp_create may still
+	 * change qp->db_mode, saying why). */
 	enum kinet_db_mode db_auto;
+
+	/* ---- optional (NULL: what the software NIC needs) ---- */
+	/* Whether the provider can open a context here: 0, or -ENODEV with
+	 * *why a sentence (valid until the next probe).  Logs nothing.  Core
+	 * probes before every ctx_open; NULL: always usable. */
+	int (*probe)(const char **why);
+	/* What the provider finds on this machine, line by line, for
+	 * kinet-info: 0, or the probe's error after saying why. */
+	int (*describe)(kinet_describe_fn line, void *arg);
+	/* Registers mr (core's fields set) with the NIC and sets mr->lkey and
+	 * mr->rkey; 0 or a negative errno (logged).  mr_dereg undoes it. */
+	int (*mr_reg)(struct kinet_mr *mr);
+	void (*mr_dereg)(struct kinet_mr *mr);
+	/* Rings the doorbell for host-posted work up to qp->sq_pi (post_lock
+	 * held; last: the first BB of the last WQE).  NULL: core writes the
+	 * mode's doorbell into the queue's memory. */
+	void (*ring)(struct kinet_qp *qp, const uint8_t *last);
+	/* Brings qp->state up to date with a NIC that moves QPs to the error
+	 * state by itself. */
+	void (*qp_refresh)(struct kinet_qp *qp);
+	/* The host poller found an error CQE of qp (NULL when the QP is gone)
+	 * that the NIC, not the provider, wrote. */
+	void (*cq_error)(struct kinet_cq *cq, struct kinet_qp *qp, const struct kinet_cqe64 *cqe);
 
 	/* ---- context ---- */
 	/* Starts the NIC for ctx (nthreads: engine threads asked for). */
@@ -43,6 +69,7 @@ struct kinet_provider_ops {
 	void (*ctx_stop)(struct kinet_ctx *ctx);
 	/* Frees what ctx_open made, once every QP and CQ is gone. */
 	void (*ctx_close)(struct kinet_ctx *ctx);
+	/* NULL: the provider cannot pause (kinet_ctx_pause: -EOPNOTSUPP). */
 	void (*ctx_pause)(struct kinet_ctx *ctx, bool paused);
 	/* Optional: counters of engine thread `index`; the number of
 	 * threads, or -EINVAL for an index out of range. */
@@ -50,17 +77,21 @@ struct kinet_provider_ops {
 
 	/* ---- completion queues ---- */
 	/* The ring of cq->depth CQEs (owned by software, invalid) and its
-	 * doorbell record; 0 or -ENOMEM.  cq_destroy frees them. */
+	 * doorbell record; 0 or a negative errno.  The provider may round
+	 * cq->depth (and log_depth) up and set cq->cqn (else core numbers the
+	 * CQ).  cq_destroy frees them. */
 	int (*cq_create)(struct kinet_cq *cq);
 	void (*cq_destroy)(struct kinet_cq *cq);
 
 	/* ---- queue pairs ---- */
 	/* The queues of a QP core just sized (qp->sq_bbs send BBs; when
 	 * qp->rq_depth, that many receive WQEs of qp->rq_stride bytes), its
-	 * doorbell record, CPU doorbell and UAR page, all where device code
-	 * reaches them, and the provider's part.  0 or -ENOMEM; qp_fini frees
-	 * whatever was made (also after a failed qp_create), once every
-	 * reference is gone. */
+	 * doorbell record, CPU doorbell and UAR page (doorbell register at
+	 * qp->uar + qp->uar_db_offset), all where device code reaches them,
+	 * and the provider's part.  The provider may round the sizes up, set
+	 * qp->qpn (else core numbers the QP) and change qp->db_mode.  0 or a
+	 * negative errno; qp_fini frees whatever was made (also after a
+	 * failed qp_create), once every reference is gone. */
 	int (*qp_create)(struct kinet_qp *qp);
 	void (*qp_fini)(struct kinet_qp *qp);
 	/* Hands a new QP (rings allocated, RESET) to the NIC, which runs it
@@ -69,7 +100,7 @@ struct kinet_provider_ops {
 	void (*qp_add)(struct kinet_qp *qp);
 	void (*qp_destroy)(struct kinet_qp *qp);
 	/* Provider part of kinet_qp_info (info->transport). */
-	void (*qp_info)(struct kinet_ctx *ctx, struct kinet_qp_info *info);
+	void (*qp_info)(const struct kinet_qp *qp, struct kinet_qp_info *info);
 	/* RESET -> RTS toward remote: 0, -EHOSTUNREACH (nothing reaches it,
 	 * logged) or the provider's error.  *how names the path for the log. */
 	int (*qp_connect)(struct kinet_qp *qp, const struct kinet_qp_info *remote, const char **how);
@@ -89,6 +120,7 @@ struct kinet_provider_ops {
 	void (*peer_withdraw)(struct kinet_ctx *ctx, struct kinet_qp *qp);
 };
 
+/* A registered provider.  Name lookup is exact (soft, mlx5). */
 struct kinet_provider {
 	const char *name;
 	const struct kinet_provider_ops *ops;

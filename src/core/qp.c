@@ -130,20 +130,30 @@ int kinet_qp_create(struct kinet_ctx *ctx, const struct kinet_qp_attr *attr, str
 	pthread_mutex_init(&qp->post_lock, NULL);
 
 	qp->sq_bbs = pow2_ceil(attr->sq_depth < QP_MIN_SQ_BBS ? QP_MIN_SQ_BBS : attr->sq_depth);
-	qp->sq_log = log2_u32(qp->sq_bbs);
-	qp->sq_wrid = calloc(qp->sq_bbs, sizeof(*qp->sq_wrid));
-	qp->sq_nbb = calloc(qp->sq_bbs, sizeof(*qp->sq_nbb));
 	if (attr->recv_cq) {
 		qp->rq_depth = pow2_ceil(attr->rq_depth);
 		qp->rq_stride = pow2_ceil(attr->max_recv_sge * (uint32_t)sizeof(struct kinet_wqe_data_seg));
-		qp->rq_wrid = calloc(qp->rq_depth, sizeof(*qp->rq_wrid));
 	} else {
 		qp->attr.rq_depth = 0;
 		qp->attr.max_recv_sge = 0;
 	}
-	if (ctx->ops->qp_create(qp) || !qp->sq_wrid || !qp->sq_nbb || (qp->rq_depth && !qp->rq_wrid))
-		goto nomem;
-	qp->qpn = kinet_ctx_alloc_qpn(ctx);
+	qp->uar_db_offset = KINET_UAR_DB_OFFSET;
+	/* The provider may round the queues up (a NIC has its own rules), so
+	 * the host's per-slot records are sized after it. */
+	ret = ctx->ops->qp_create(qp);
+	if (ret)
+		goto fail;
+	qp->sq_log = log2_u32(qp->sq_bbs);
+	qp->sq_wrid = calloc(qp->sq_bbs, sizeof(*qp->sq_wrid));
+	qp->sq_nbb = calloc(qp->sq_bbs, sizeof(*qp->sq_nbb));
+	if (qp->rq_depth)
+		qp->rq_wrid = calloc(qp->rq_depth, sizeof(*qp->rq_wrid));
+	if (!qp->sq_wrid || !qp->sq_nbb || (qp->rq_depth && !qp->rq_wrid)) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	if (!qp->qpn)
+		qp->qpn = kinet_ctx_alloc_qpn(ctx);
 	atomic_store(&qp->state, KINET_QPS_RESET);
 
 	atomic_fetch_add(&attr->send_cq->users, 1);
@@ -160,9 +170,9 @@ int kinet_qp_create(struct kinet_ctx *ctx, const struct kinet_qp_attr *attr, str
 		  qp->rq_stride, qp->db_mode);
 	*out = qp;
 	return 0;
-nomem:
+fail:
 	qp_free(qp);
-	return -ENOMEM;
+	return ret;
 }
 
 int kinet_qp_destroy(struct kinet_qp *qp)
@@ -225,7 +235,7 @@ int kinet_qp_info(const struct kinet_qp *qp, struct kinet_qp_info *info)
 	info->qpn = qp->qpn;
 	info->node_id = qp->ctx->node_id;
 	/* What peers in other processes need to reach it (the provider's). */
-	qp->ctx->ops->qp_info(qp->ctx, info);
+	qp->ctx->ops->qp_info(qp, info);
 	return 0;
 }
 
@@ -286,7 +296,13 @@ uint32_t kinet_qp_num(const struct kinet_qp *qp)
 
 enum kinet_qp_state kinet_qp_state(const struct kinet_qp *qp)
 {
-	return qp ? (enum kinet_qp_state)atomic_load(&qp->state) : KINET_QPS_ERR;
+	if (!qp)
+		return KINET_QPS_ERR;
+	/* A NIC moves a QP to the error state by itself (error CQE, async
+	 * event): ask it.  The cast: the state is a cache of the NIC's. */
+	if (qp->ctx->ops->qp_refresh)
+		qp->ctx->ops->qp_refresh((struct kinet_qp *)(uintptr_t)qp);
+	return (enum kinet_qp_state)atomic_load(&qp->state);
 }
 
 enum kinet_db_mode kinet_qp_db_mode(const struct kinet_qp *qp)

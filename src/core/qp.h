@@ -45,7 +45,8 @@ struct kinet_qp {
 	/* doorbells (host pointers) */
 	uint32_t *dbrec;	  /* [0] recv head, [1] send pi (16 bits) */
 	_Atomic uint64_t *db_cpu; /* CPU mode: 64-bit producer index */
-	uint8_t *uar;		  /* one page; doorbell/BF at KINET_UAR_DB_OFFSET */
+	uint8_t *uar;		  /* one page, the doorbell/BF register at uar_db_offset */
+	uint32_t uar_db_offset;	  /* KINET_UAR_DB_OFFSET unless the provider says */
 
 	/* host posting (post.c), under post_lock */
 	pthread_mutex_t post_lock;
@@ -83,6 +84,12 @@ struct kinet_qp {
 };
 
 void kinet_qp_to_error(struct kinet_qp *qp, const char *why);
+/* Host address of the QP's doorbell register (8-byte doorbell, start of
+ * the BlueFlame window). */
+static inline uint8_t *kinet_qp_db_reg(const struct kinet_qp *qp)
+{
+	return qp->uar + qp->uar_db_offset;
+}
 /* Whether ctx has a QP numbered qpn (the pointer must not be used). */
 struct kinet_qp *kinet_ctx_find_qp(struct kinet_ctx *ctx, uint32_t qpn);
 /* The QP numbered qpn with a reference (kinet_qp_put), or NULL. */

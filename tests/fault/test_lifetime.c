@@ -180,11 +180,13 @@ static void target_destroyed_mid_batch(bool whole_ctx)
 
 KT_TEST(target_qp_destroyed_mid_batch)
 {
+	KT_NEED_SOFT("a batch held by a paused engine");
 	target_destroyed_mid_batch(false);
 }
 
 KT_TEST(target_ctx_closed_mid_batch)
 {
+	KT_NEED_SOFT("a batch held by a paused engine");
 	target_destroyed_mid_batch(true);
 }
 

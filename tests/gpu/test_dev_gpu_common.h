@@ -45,7 +45,7 @@ static inline struct kinet_ctx *g_ctx_open(void)
 	struct kinet_ctx_attr attr;
 	struct kinet_ctx *ctx = NULL;
 	kinet_ctx_attr_init(&attr);
-	attr.provider = "soft";
+	attr.provider = kt_provider();
 	attr.cuda_device = 0;
 	int rc = kinet_ctx_open(&attr, &ctx);
 	if (rc) {

@@ -219,7 +219,7 @@ static int open_ctx(struct kinet_ctx **ctx, int threads)
 {
 	struct kinet_ctx_attr a;
 	kinet_ctx_attr_init(&a);
-	a.provider = "soft";
+	a.provider = kt_provider();
 	a.cuda_device = 0;
 	a.engine_threads = threads;
 	return kinet_ctx_open(&a, ctx);

@@ -402,7 +402,7 @@ KT_TEST(mp_gpu)
 	KT_CHECK(n >= 2);
 
 	kinet_ctx_attr_init(&ca);
-	ca.provider = "soft";
+	ca.provider = kt_provider();
 	ca.cuda_device = 0;
 	KT_OK(kinet_ctx_open(&ca, &j.ctx));
 	kinet_mesh_attr_init(&ma);

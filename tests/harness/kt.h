@@ -7,6 +7,7 @@
 #ifndef KINET_TEST_HARNESS_H
 #define KINET_TEST_HARNESS_H
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,31 @@ extern int kt_skipped;
 	} while (0)
 
 #define KT_TEST(name) static void name(void)
+
+/* The provider the suites run on: "soft" unless $KT_PROVIDER names another
+ * (scripts/mlx5-selftest.sh runs them with KT_PROVIDER=mlx5 on a ConnectX). */
+static inline const char *kt_provider(void)
+{
+	const char *p = getenv("KT_PROVIDER");
+	return p && *p ? p : "soft";
+}
+
+/* A test of the software NIC itself (its engine's pauses, doorbell
+ * parsing, transports, peer path) skips on another provider. */
+#define KT_NEED_SOFT(what)                                                                                   \
+	do {                                                                                                 \
+		if (strcmp(kt_provider(), "soft"))                                                           \
+			KT_SKIP("%s: a test of the software NIC (KT_PROVIDER=%s)", what, kt_provider());     \
+	} while (0)
+
+/* Pauses ctx's engine, or skips where the provider is a NIC (-EOPNOTSUPP). */
+#define KT_PAUSE(ctx)                                                                                        \
+	do {                                                                                                 \
+		int kt_r_ = kinet_ctx_pause(ctx);                                                            \
+		if (kt_r_ == -EOPNOTSUPP)                                                                    \
+			KT_SKIP("provider %s cannot pause its engine (a NIC)", kt_provider());               \
+		KT_OK(kt_r_);                                                                                \
+	} while (0)
 
 /* KT_MAIN(test_a, test_b, ...) runs the tests; exits 77 only if every test
  * skipped, 1 if any check failed. */

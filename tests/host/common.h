@@ -58,7 +58,7 @@ static inline int kt_ctx_open(int engine_threads, struct kinet_ctx **ctx)
 {
 	struct kinet_ctx_attr attr;
 	kinet_ctx_attr_init(&attr);
-	attr.provider = "soft";
+	attr.provider = kt_provider();
 	attr.engine_threads = engine_threads;
 	attr.cuda_device = KT_HOST_ONLY;
 	return kinet_ctx_open(&attr, ctx);

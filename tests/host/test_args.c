@@ -306,7 +306,7 @@ KT_TEST(send_queue_full)
 	o.sq_depth = 16;
 	o.cq_depth = 64;
 	KT_OK(kt_pair_create(&p, ctx, ctx, &o));
-	KT_OK(kinet_ctx_pause(ctx));
+	KT_PAUSE(ctx);
 	int i, rc = 0;
 	for (i = 0; i < 40; i++) {
 		struct kinet_send_wr w = kt_wr((uint64_t)i, KINET_WR_NOP, KINET_SEND_SIGNALED, NULL, 0, 0, 0);

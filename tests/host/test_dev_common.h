@@ -70,7 +70,7 @@ static inline struct kinet_ctx *kd_ctx_open(void)
 	struct kinet_ctx_attr attr;
 	struct kinet_ctx *ctx = NULL;
 	kinet_ctx_attr_init(&attr);
-	attr.provider = "soft";
+	attr.provider = kt_provider();
 	attr.engine_threads = 1;
 	attr.cuda_device = KINET_CUDA_DEVICE_NONE; /* descriptors the CPU threads can read */
 	int rc = kinet_ctx_open(&attr, &ctx);

@@ -31,8 +31,8 @@ KT_TEST(timeout_paused_engine)
 		KT_OK(kd_buf_alloc(p.ctx[0], &a, 64));
 		KT_OK(kd_buf_alloc(p.ctx[1], &b, 64));
 		/* the local transport executes on the initiator's engine */
-		KT_OK(kinet_ctx_pause(p.ctx[0]));
-		KT_OK(kinet_ctx_pause(p.ctx[1]));
+		KT_PAUSE(p.ctx[0]);
+		KT_PAUSE(p.ctx[1]);
 		kinet_ctx_clear_error(p.ctx[0]);
 		memset(a.p, 7, 64);
 		KT_OK(kinet_dev_put(d, a.p, a.key, kd_addr(&b, 0), b.key, 64, &tk));
@@ -94,7 +94,7 @@ KT_TEST(remote_access_error)
 	KT_OK(kd_buf_alloc(p.ctx[0], &a, 4096));
 	KT_OK(kd_buf_alloc(p.ctx[1], &b, 4096));
 	kinet_ctx_clear_error(p.ctx[0]);
-	KT_OK(kinet_ctx_pause(p.ctx[0])); /* queue all three before anything runs */
+	KT_PAUSE(p.ctx[0]); /* queue all three before anything runs */
 	KT_OK(kinet_dev_put(d, a.p, a.key, kd_addr(&b, 0), b.key, 100, &tk_good));
 	KT_OK(kinet_dev_put(d, a.p, a.key, kd_addr(&b, 0), b.key ^ 0x5500, 100, &tk_bad));
 	KT_OK(kinet_dev_put(d, a.p, a.key, kd_addr(&b, 0), b.key, 100, &tk_after));
@@ -200,7 +200,7 @@ KT_TEST(flush_on_host_error)
 	struct kinet_dev_qp *d = p.s[0].d;
 	KT_OK(kd_buf_alloc(p.ctx[0], &a, 64));
 	KT_OK(kd_buf_alloc(p.ctx[1], &b, 64));
-	KT_OK(kinet_ctx_pause(p.ctx[0]));
+	KT_PAUSE(p.ctx[0]);
 	KT_OK(kinet_dev_put(d, a.p, a.key, kd_addr(&b, 0), b.key, 64, &tk));
 	KT_OK(kinet_qp_set_error(p.s[0].qp));
 	KT_OK(kinet_ctx_resume(p.ctx[0]));

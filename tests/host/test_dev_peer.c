@@ -62,6 +62,7 @@ static const ps_fn pss_[3] = {kinet_dev_put_signal, kinet_dev_put_signal_warp, k
  * host-only contexts they keep the engine. */
 KT_TEST(path_selection)
 {
+	KT_NEED_SOFT("the peer path (device loads and stores; a NIC QP has none)");
 	struct fx f;
 	KT_OK(fx_open(&f, "force", 2000, KINET_SHARE_GPU));
 	KT_CHECK_EQ(kinet_qp_path(f.p.s[0].qp), KINET_QP_PATH_PEER);
@@ -83,6 +84,7 @@ KT_TEST(path_selection)
  * can complete them.  Data checked byte for byte, old values exact. */
 KT_TEST(verbs_engines_paused)
 {
+	KT_NEED_SOFT("the peer path (device loads and stores; a NIC QP has none)");
 	enum kinet_qp_sharing shares[3] = {KINET_SHARE_EXCLUSIVE, KINET_SHARE_CTA, KINET_SHARE_GPU};
 	for (int s = 0; s < 3; s++) {
 		struct fx f;
@@ -191,6 +193,7 @@ static void bad_ops(const char *p2p, uint8_t synd[3], int path)
 
 KT_TEST(protection_same_as_engine)
 {
+	KT_NEED_SOFT("the peer path (device loads and stores; a NIC QP has none)");
 	uint8_t peer[3] = {0}, engine[3] = {0};
 	bad_ops("off", engine, KINET_QP_PATH_ENGINE);
 	bad_ops("force", peer, KINET_QP_PATH_PEER);
@@ -204,6 +207,7 @@ KT_TEST(protection_same_as_engine)
  * through the engine and the memory stays untouched. */
 KT_TEST(windows_follow_registration)
 {
+	KT_NEED_SOFT("the peer path (device loads and stores; a NIC QP has none)");
 	struct fx f;
 	struct kinet_mr *late = NULL;
 	uint64_t tk = 0, v = 99;
@@ -335,6 +339,7 @@ static void *resume_later(void *p)
  * (engines paused for 100 ms meanwhile), so its bytes win. */
 KT_TEST(order_engine_then_peer)
 {
+	KT_NEED_SOFT("the peer path (device loads and stores; a NIC QP has none)");
 	struct fx f;
 	struct resume_arg r;
 	pthread_t t;
@@ -388,6 +393,7 @@ static void *hammer(void *p)
 
 KT_TEST(atomics_hammer)
 {
+	KT_NEED_SOFT("the peer path (device loads and stores; a NIC QP has none)");
 	struct fx f;
 	pthread_t t[HAMMER_THREADS];
 	struct hammer_arg h[HAMMER_THREADS];
@@ -420,6 +426,7 @@ KT_TEST(atomics_hammer)
  * touching freed memory. */
 KT_TEST(target_context_closed)
 {
+	KT_NEED_SOFT("the peer path (device loads and stores; a NIC QP has none)");
 	struct fx f;
 	uint64_t tk = 0, v = 5;
 	KT_OK(fx_open(&f, "force", 300, KINET_SHARE_GPU));

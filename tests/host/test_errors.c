@@ -480,7 +480,7 @@ KT_TEST(set_error_flushes_outstanding)
 
 	env_open(&env);
 	KT_CHECK(env.ok);
-	KT_OK(kinet_ctx_pause(env.ctx));
+	KT_PAUSE(env.ctx);
 	struct kinet_sge s = kt_sge(&env.loc, 0, 64);
 	for (int i = 0; i < 4; i++) {
 		struct kinet_send_wr w = kt_wr((uint64_t)i, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED, &s, 1,

@@ -150,10 +150,15 @@ static void do_write_inline(bool two)
 		struct kinet_send_wr wr =
 			kt_wr(200 + i, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED | KINET_SEND_INLINE, &sge, 1,
 			      kt_addr(&e.rem, 8), kt_rkey(&e.rem));
-		KT_OK(kinet_ctx_pause(e.c[0]));
+		/* Paused (the software NIC), the overwrite below lands before the
+		 * engine runs: the data must have been copied at post time.  A
+		 * NIC cannot pause; the data is in the WQE all the same. */
+		int paused = kinet_ctx_pause(e.c[0]);
+		KT_CHECK(paused == 0 || paused == -EOPNOTSUPP);
 		int rc = kt_post(e.p.qp[0], &wr);
 		memset(src, 0xee, sizeof(src));
-		KT_OK(kinet_ctx_resume(e.c[0]));
+		if (!paused)
+			KT_OK(kinet_ctx_resume(e.c[0]));
 		KT_OK(rc);
 		KT_OK(kt_poll1(e.p.cq[0], &wc));
 		KT_OK(kt_wc_expect(&wc, 200 + i, 0));

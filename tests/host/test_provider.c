@@ -1,6 +1,7 @@
 /*
- * Provider selection: "soft" always works, "mlx5" is not available (no
- * hardware provider yet / no device here), anything else is refused; the
+ * Provider selection: "soft" always works, "mlx5" is not available here
+ * (no ConnectX, or no rdma-core, or a build without its headers: each
+ * says so), anything else is refused; the
  * KINET_PROVIDER environment variable is honoured when the attribute is
  * NULL.  Also the host-only context and the engine-thread count.
  */
@@ -39,10 +40,22 @@ KT_TEST(auto_falls_back_to_soft)
 	KT_OK(kinet_ctx_close(ctx));
 }
 
+/* Why mlx5 cannot be used where there is no ConnectX: one of the reasons
+ * the provider gives, never an empty or unknown one. */
+static int mlx5_reason_ok(const char *why)
+{
+	return why && (strstr(why, "no mlx5 device") || strstr(why, "rdma-core not found") ||
+		       strstr(why, "without rdma-core's headers") || strstr(why, "no active mlx5 port"));
+}
+
 KT_TEST(mlx5_unavailable)
 {
 	struct kinet_ctx *ctx;
 	unsetenv("KINET_PROVIDER");
+	if (kinet_provider_probe("mlx5", NULL) == 0) {
+		printf("SKIP mlx5_unavailable: an mlx5 port is usable here\n");
+		return;
+	}
 	KT_CHECK_EQ(open_with("mlx5", &ctx), -ENODEV);
 	KT_CHECK(ctx == NULL);
 }
@@ -65,8 +78,12 @@ KT_TEST(probe)
 
 	KT_OK(kinet_provider_probe("soft", &why));
 	KT_CHECK(why == NULL);
+	if (kinet_provider_probe("mlx5", &why) == 0) {
+		printf("SKIP probe: an mlx5 port is usable here\n");
+		return;
+	}
 	KT_CHECK_EQ(kinet_provider_probe("mlx5", &why), -ENODEV);
-	KT_CHECK(why && strstr(why, "ConnectX"));
+	KT_CHECK(mlx5_reason_ok(why));
 	KT_CHECK_EQ(kinet_provider_probe("bogus", &why), -EINVAL);
 	KT_CHECK(why && *why);
 	KT_CHECK_EQ(kinet_provider_probe(NULL, NULL), -EINVAL);
@@ -83,7 +100,8 @@ KT_TEST(env_provider)
 	setenv("KINET_PROVIDER", "bogus", 1);
 	KT_CHECK_EQ(open_with(NULL, &ctx), -EINVAL);
 	setenv("KINET_PROVIDER", "mlx5", 1);
-	KT_CHECK_EQ(open_with(NULL, &ctx), -ENODEV);
+	if (kinet_provider_probe("mlx5", NULL))
+		KT_CHECK_EQ(open_with(NULL, &ctx), -ENODEV);
 	/* The attribute wins over the environment. */
 	KT_OK(open_with("soft", &ctx));
 	KT_CHECK(strcmp(kinet_ctx_provider(ctx), "soft") == 0);

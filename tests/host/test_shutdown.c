@@ -86,7 +86,7 @@ KT_TEST(close_paused)
 	KT_OK(kt_pair_create(&p, ctx, ctx, NULL));
 	KT_OK(kt_buf_alloc(ctx, &src, BIG, KT_ACC_ALL, 1));
 	KT_OK(kt_buf_alloc(ctx, &dst, BIG, KT_ACC_ALL, 2));
-	KT_OK(kinet_ctx_pause(ctx));
+	KT_PAUSE(ctx);
 	load(&p, &src, &dst, 8, 4);
 	uint64_t t0 = kt_now_ms();
 	KT_OK(kinet_ctx_close(ctx));
@@ -175,7 +175,7 @@ KT_TEST(pause_resume)
 	for (int r = 0; r < 3; r++) {
 		memset(dst.p, 2, 4096);
 		src.p[0] = (uint8_t)(10 + r);
-		KT_OK(kinet_ctx_pause(ctx));
+		KT_PAUSE(ctx);
 		struct kinet_sge s = kt_sge(&src, 0, 4096);
 		struct kinet_send_wr w = kt_wr((uint64_t)r, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED, &s, 1,
 					       kt_addr(&dst, 0), kt_rkey(&dst));

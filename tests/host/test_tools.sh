@@ -39,6 +39,19 @@ run "kinet-info" 0 "$INFO"
 has out "^providers:"
 has out "mlx5  not available: "
 lacks err "error:"
+# The ConnectX section says why there is none, as a reason, not an error.
+has out "^mlx5 (ConnectX):"
+grep -A1 "^mlx5 (ConnectX):" "$TMP/out" | grep -Eq "no mlx5 device|rdma-core not found|without rdma-core's headers" ||
+	fail "kinet-info: the mlx5 section gives no reason"
+
+# Asked for by name, an unusable provider is an error (exit 1).
+run "kinet-info --provider mlx5" 1 "$INFO" --provider mlx5
+has out "^mlx5: not available"
+has err "error: provider mlx5 is not usable here: "
+run "kinet-info --provider soft" 0 "$INFO" --provider soft
+has out "^soft: available"
+run "kinet-info --provider bogus" 2 "$INFO" --provider bogus
+has err "no such provider"
 
 run "kinet-info --help" 0 "$INFO" --help
 has out "^usage: kinet-info"

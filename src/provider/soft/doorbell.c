@@ -98,7 +98,7 @@ static uint64_t read_cpu(struct kinet_qp *qp)
 
 static uint64_t read_uar(struct kinet_qp *qp)
 {
-	_Atomic uint64_t *db = (_Atomic uint64_t *)(void *)(qp->uar + KINET_UAR_DB_OFFSET);
+	_Atomic uint64_t *db = (_Atomic uint64_t *)(void *)kinet_qp_db_reg(qp);
 	uint64_t pi = kinet_sqp(qp)->sq_seen_pi, p, v;
 	uint32_t rec;
 	int rc;

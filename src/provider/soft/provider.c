@@ -53,6 +53,11 @@ static int soft_peer_hello(struct kinet_qp *qp)
 	return kinet_sqp(qp)->transport->peer_hello(qp);
 }
 
+static void soft_qp_info(const struct kinet_qp *qp, struct kinet_qp_info *info)
+{
+	kinet_remote_fill_info(qp->ctx, info);
+}
+
 static void soft_qp_add(struct kinet_qp *qp)
 {
 	kinet_engine_add_qp(qp->ctx, qp);
@@ -145,7 +150,7 @@ static const struct kinet_provider_ops soft_ops = {
 	.qp_fini = soft_qp_fini,
 	.qp_add = soft_qp_add,
 	.qp_destroy = soft_qp_destroy,
-	.qp_info = kinet_remote_fill_info,
+	.qp_info = soft_qp_info,
 	.qp_connect = soft_qp_connect,
 	.qp_disconnect = soft_qp_disconnect,
 	.doorbell = kinet_engine_kick,
