@@ -164,7 +164,7 @@ KINET_DEV_FN int kinet_devi_peer_drain(struct kinet_dev_qp *qp, uint64_t *ticket
 	if (kinet_devi_peer_sq_idle(qp, ticket))
 		return 0;
 	/* Under moderation the last WQEs may have asked for no CQE. */
-	if (kinet_devi_sq_cover(qp, *ticket) == ETIMEDOUT)
+	if (kinet_devi_sq_cover(qp, ticket) == ETIMEDOUT)
 		return ETIMEDOUT;
 	return kinet_dev_sq_wait(qp, *ticket);
 }

@@ -297,18 +297,25 @@ KINET_DEV_FN void kinet_devi_signal_tail(struct kinet_devi_tail *t, const struct
 /* Completion moderation: a ticket whose WQE (and every later one) asked
  * for no CQE would never complete, so a signalled NOP goes after it (its
  * CQE covers the ticket: completions are in order), as ConnectX users do.
+ * *ticket becomes the NOP's: the caller waits for the completion it
+ * created, so no CQE of its making is left unconsumed when it returns (a
+ * kernel that waited for everything leaves sq_done == sq_reserved).
  * 0, or the NOP post's status (EIO after an error: the wait reports it). */
-KINET_DEV_FN int kinet_devi_sq_cover(struct kinet_dev_qp *qp, uint64_t ticket)
+KINET_DEV_FN int kinet_devi_sq_cover(struct kinet_dev_qp *qp, uint64_t *ticket)
 {
 	int scope = kinet_devi_qp_scope(qp);
-	if (qp->sq_signal_every <= 1 || !ticket)
+	uint64_t nop = 0;
+	if (qp->sq_signal_every <= 1 || !*ticket)
 		return 0;
-	if (kinet_devi_scoped_load_acquire_u64(scope, &qp->sq_signaled) >= ticket ||
-	    kinet_devi_scoped_load_acquire_u64(scope, &qp->sq_done) >= ticket)
+	if (kinet_devi_scoped_load_acquire_u64(scope, &qp->sq_signaled) >= *ticket ||
+	    kinet_devi_scoped_load_acquire_u64(scope, &qp->sq_done) >= *ticket)
 		return 0;
 	struct kinet_devi_tail t;
 	kinet_devi_tail_init(&t, KINET_WQE_OP_NOP);
-	return kinet_devi_post_group(KINET_DEVI_GROUP_THREAD, qp, NULL, &t, NULL);
+	int st = kinet_devi_post_group(KINET_DEVI_GROUP_THREAD, qp, NULL, &t, &nop);
+	if (!st && nop > *ticket)
+		*ticket = nop;
+	return st;
 }
 
 #endif /* KINET_DEVICE_IMPL_POST_CUH */
