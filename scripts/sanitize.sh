@@ -19,6 +19,7 @@ case "$kind" in
 asan)
 	flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=0}
+	export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$KINET_ROOT/tests/lsan.supp}
 	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 	;;
 tsan)
