@@ -207,7 +207,7 @@ int main(int argc, char **argv)
 			     : !strcmp(share, "cta") ? KINET_SHARE_CTA
 						     : KINET_SHARE_EXCLUSIVE;
 		CHECK(kinet_qp_create(ctx, &qa, &qp[s]));
-		CHECK(kinet_qp_info(qp[s], &info[s]));
+		CHECK(kinet_qp_pack(qp[s], &info[s]));
 	}
 	CHECK(kinet_qp_connect(qp[0], &info[1]));
 	CHECK(kinet_qp_connect(qp[1], &info[0]));

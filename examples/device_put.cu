@@ -129,7 +129,7 @@ int main(void)
 		kinet_qp_attr_init(&attr);
 		attr.send_cq = cq[s];
 		attr.sq_depth = 32;
-		if ((rc = kinet_qp_create(ctx, &attr, &qp[s])) || (rc = kinet_qp_info(qp[s], &info[s])))
+		if ((rc = kinet_qp_create(ctx, &attr, &qp[s])) || (rc = kinet_qp_pack(qp[s], &info[s])))
 			return fail("creating a QP", rc);
 		buf[s] = (uint8_t *)dev_alloc(BUF_BYTES);
 		if (!buf[s])

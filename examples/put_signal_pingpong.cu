@@ -224,7 +224,7 @@ int main(int argc, char **argv)
 				   KINET_ACCESS_LOCAL_WRITE | KINET_ACCESS_REMOTE_WRITE |
 					   KINET_ACCESS_REMOTE_ATOMIC,
 				   &mr[s]));
-		CHECK(kinet_qp_info(qp[s], &info[s]));
+		CHECK(kinet_qp_pack(qp[s], &info[s]));
 	}
 	for (int s = 0; s < 2; s++) {
 		CHECK(kinet_qp_connect(qp[s], &info[1 - s]));

@@ -265,7 +265,7 @@ struct kinet_qp_info {
 
 KINET_API int kinet_qp_create(struct kinet_ctx *ctx, const struct kinet_qp_attr *attr, struct kinet_qp **qp);
 KINET_API int kinet_qp_destroy(struct kinet_qp *qp);
-KINET_API int kinet_qp_info(const struct kinet_qp *qp, struct kinet_qp_info *info);
+KINET_API int kinet_qp_pack(const struct kinet_qp *qp, struct kinet_qp_info *info);
 /* RESET -> INIT -> RTR -> RTS against the remote QP. */
 KINET_API int kinet_qp_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote);
 /* Moves the QP to the error state: outstanding work is flushed. */
@@ -280,9 +280,9 @@ enum kinet_qp_path {
 	KINET_QP_PATH_ENGINE = 0,
 	KINET_QP_PATH_PEER = 1,
 };
-KINET_API enum kinet_qp_path kinet_qp_path(const struct kinet_qp *qp);
+KINET_API enum kinet_qp_path kinet_qp_get_path(const struct kinet_qp *qp);
 KINET_API const char *kinet_qp_path_name(enum kinet_qp_path path);
-KINET_API enum kinet_qp_state kinet_qp_state(const struct kinet_qp *qp);
+KINET_API enum kinet_qp_state kinet_qp_get_state(const struct kinet_qp *qp);
 KINET_API enum kinet_db_mode kinet_qp_db_mode(const struct kinet_qp *qp);
 
 /* ---- CPU-side posting (the same WQEs the GPU writes) ------------------ */
@@ -333,12 +333,12 @@ struct kinet_recv_wr {
 /* Writes count WQEs and rings the doorbell once, per the QP's mode.
  * On failure nothing of the failing request is posted and *bad (if not NULL)
  * is its index; the requests before it are posted and rung. */
-KINET_API int kinet_post_send(struct kinet_qp *qp, const struct kinet_send_wr *wr, int count, int *bad);
-KINET_API int kinet_post_recv(struct kinet_qp *qp, const struct kinet_recv_wr *wr, int count, int *bad);
+KINET_API int kinet_qp_post_send(struct kinet_qp *qp, const struct kinet_send_wr *wr, int count, int *bad);
+KINET_API int kinet_qp_post_recv(struct kinet_qp *qp, const struct kinet_recv_wr *wr, int count, int *bad);
 /* Posts a WQE built by the caller (nbb basic blocks, its index field is
  * overwritten with the slot's) and rings the doorbell.  For custom WQEs and
  * for testing the engine's checks on malformed ones. */
-KINET_API int kinet_post_wqe(struct kinet_qp *qp, const void *wqe, uint32_t nbb, uint64_t wr_id);
+KINET_API int kinet_qp_post_wqe(struct kinet_qp *qp, const void *wqe, uint32_t nbb, uint64_t wr_id);
 
 /* ---- export to the device API ---------------------------------------- */
 

@@ -77,7 +77,7 @@ int kinet_mesh_destroy(struct kinet_mesh *mesh)
 		mq_destroy(&mesh->q[i]);
 	for (int i = 0; i < mesh->qpp; i++)
 		if (mesh->export[i])
-			kinet_dev_free(mesh->ctx, mesh->export[i]);
+			kinet_cuda_free(mesh->ctx, mesh->export[i]);
 	free(mesh->q);
 	free(mesh->export);
 	free(mesh);
@@ -94,7 +94,7 @@ static int mesh_connect(struct kinet_mesh *m, const struct kinet_mesh_attr *a, s
 	for (size_t k = 0; !ret && k < per_rank; k++)
 		ret = mq_create(m->ctx, a, &m->q[k]);
 	for (size_t k = 0; !ret && k < per_rank; k++)
-		ret = kinet_qp_info(m->q[k].qp, &mine[k]);
+		ret = kinet_qp_pack(m->q[k].qp, &mine[k]);
 	if (!ret)
 		ret = kinet_boot_allgather(boot, mine, all, per_rank * sizeof(*mine));
 	for (int p = 0; !ret && p < m->size; p++) {
@@ -209,11 +209,11 @@ int kinet_mesh_export(struct kinet_mesh *mesh, int index, struct kinet_dev_qp **
 		return -ENOMEM;
 	for (int p = 0; !ret && p < mesh->size; p++)
 		ret = kinet_qp_export(kinet_mesh_qp(mesh, p, index), &host[p]);
-	dev = ret ? NULL : kinet_dev_alloc(mesh->ctx, (size_t)mesh->size * sizeof(*dev));
+	dev = ret ? NULL : kinet_cuda_alloc(mesh->ctx, (size_t)mesh->size * sizeof(*dev));
 	if (!ret && !dev)
 		ret = -ENOMEM;
-	if (!ret && (ret = kinet_dev_copy_in(mesh->ctx, dev, host, (size_t)mesh->size * sizeof(*dev))))
-		kinet_dev_free(mesh->ctx, dev);
+	if (!ret && (ret = kinet_cuda_copy_in(mesh->ctx, dev, host, (size_t)mesh->size * sizeof(*dev))))
+		kinet_cuda_free(mesh->ctx, dev);
 	free(host);
 	if (ret)
 		return ret;

@@ -85,8 +85,8 @@ int kinet_cq_destroy(struct kinet_cq *cq)
 	}
 	pthread_mutex_unlock(&ctx->obj_lock);
 
-	kinet_dev_free(ctx, cq->dev);
-	kinet_dev_free(ctx, cq->gpunetio);
+	kinet_cuda_free(ctx, cq->dev);
+	kinet_cuda_free(ctx, cq->gpunetio);
 	ctx->ops->cq_destroy(cq);
 	pthread_mutex_destroy(&cq->lock);
 	pthread_mutex_destroy(&cq->poll_lock);

@@ -91,9 +91,9 @@ static void qp_free(struct kinet_qp *qp)
 {
 	struct kinet_ctx *ctx = qp->ctx;
 
-	kinet_dev_free(ctx, qp->dev);
-	kinet_dev_free(ctx, qp->dev_marks);
-	kinet_dev_free(ctx, qp->gpunetio);
+	kinet_cuda_free(ctx, qp->dev);
+	kinet_cuda_free(ctx, qp->dev_marks);
+	kinet_cuda_free(ctx, qp->gpunetio);
 	if (qp->scratch_mr)
 		kinet_mr_dereg(qp->scratch_mr);
 	kinet_host_free(ctx, qp->scratch);
@@ -225,7 +225,7 @@ int kinet_qp_destroy(struct kinet_qp *qp)
 	return 0;
 }
 
-int kinet_qp_info(const struct kinet_qp *qp, struct kinet_qp_info *info)
+int kinet_qp_pack(const struct kinet_qp *qp, struct kinet_qp_info *info)
 {
 	if (!qp)
 		return KINET_EINVAL("qp", "NULL");
@@ -294,7 +294,7 @@ uint32_t kinet_qp_num(const struct kinet_qp *qp)
 	return qp ? qp->qpn : 0;
 }
 
-enum kinet_qp_state kinet_qp_state(const struct kinet_qp *qp)
+enum kinet_qp_state kinet_qp_get_state(const struct kinet_qp *qp)
 {
 	if (!qp)
 		return KINET_QPS_ERR;

@@ -195,7 +195,7 @@ static inline int g_pair_create(struct kinet_ctx *ctx, struct g_pair *p, const s
 	for (int i = 0; i < 2 && !rc; i++)
 		rc = g_side_create(ctx, &p->s[i], o);
 	for (int i = 0; i < 2 && !rc; i++)
-		rc = kinet_qp_info(p->s[i].qp, &info[i]);
+		rc = kinet_qp_pack(p->s[i].qp, &info[i]);
 	for (int i = 0; i < 2 && !rc; i++)
 		rc = kinet_qp_connect(p->s[i].qp, &info[1 - i]);
 	for (int i = 0; i < 2 && !rc; i++)

@@ -251,7 +251,7 @@ static int gn_open(struct gn_fx *f, enum kinet_db_mode mode)
 		qa.timeout_ms = 20000;
 		rc = kinet_qp_create(f->ctx, &qa, &f->qp[i]);
 		if (!rc)
-			rc = kinet_qp_info(f->qp[i], &info[i]);
+			rc = kinet_qp_pack(f->qp[i], &info[i]);
 	}
 	for (int i = 0; i < 4 && !rc; i++)
 		rc = kinet_qp_connect(f->qp[i], &info[i ^ 2]);
@@ -450,7 +450,7 @@ static void gn_run(enum kinet_db_mode mode)
 	KT_OK(kinet_ctx_last_error(f.ctx, &err));
 	KT_CHECK_EQ(err.status, 0);
 	for (int i = 0; i < 4; i++)
-		KT_CHECK_EQ(kinet_qp_state(f.qp[i]), KINET_QPS_RTS);
+		KT_CHECK_EQ(kinet_qp_get_state(f.qp[i]), KINET_QPS_RTS);
 	gn_close(&f);
 }
 

@@ -173,7 +173,7 @@ static inline int kt_pair_connect(struct kt_pair *p)
 	int rc;
 
 	for (int i = 0; i < 2; i++) {
-		rc = kinet_qp_info(p->qp[i], &info[i]);
+		rc = kinet_qp_pack(p->qp[i], &info[i]);
 		if (rc) {
 			fprintf(stderr, "kinet_qp_info: %s\n", kinet_strerror(rc));
 			return rc;
@@ -317,14 +317,14 @@ static inline struct kinet_send_wr kt_wr(uint64_t wr_id, enum kinet_wr_opcode op
 static inline int kt_post(struct kinet_qp *qp, const struct kinet_send_wr *wr)
 {
 	int bad = -1;
-	return kinet_post_send(qp, wr, 1, &bad);
+	return kinet_qp_post_send(qp, wr, 1, &bad);
 }
 
 static inline int kt_post_recv(struct kinet_qp *qp, uint64_t wr_id, const struct kinet_sge *sg, int nsge)
 {
 	struct kinet_recv_wr wr = {.wr_id = wr_id, .sg_list = sg, .num_sge = nsge};
 	int bad = -1;
-	return kinet_post_recv(qp, &wr, 1, &bad);
+	return kinet_qp_post_recv(qp, &wr, 1, &bad);
 }
 
 /* ---- polling ------------------------------------------------------------- */
@@ -388,7 +388,7 @@ static inline int kt_poll_for(struct kinet_cq *cq, unsigned ms, int max, struct 
 static inline bool kt_wait_state(struct kinet_qp *qp, enum kinet_qp_state st, unsigned timeout_ms)
 {
 	uint64_t deadline = kt_now_ms() + timeout_ms;
-	while (kinet_qp_state(qp) != st) {
+	while (kinet_qp_get_state(qp) != st) {
 		if (kt_now_ms() > deadline)
 			return false;
 		kt_sleep_ms(1);

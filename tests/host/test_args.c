@@ -148,14 +148,14 @@ KT_TEST(qp_args)
 	KT_CHECK_EQ(kinet_qp_create(ctx, &b, &qp), -EINVAL);
 
 	KT_OK(kinet_qp_create(ctx, &a, &qp));
-	KT_CHECK_EQ(kinet_qp_state(qp), KINET_QPS_RESET);
+	KT_CHECK_EQ(kinet_qp_get_state(qp), KINET_QPS_RESET);
 	KT_CHECK(kinet_qp_db_mode(qp) != KINET_DB_AUTO);
 	struct kinet_qp_info info;
-	KT_CHECK_EQ(kinet_qp_info(NULL, &info), -EINVAL);
-	KT_CHECK_EQ(kinet_qp_info(qp, NULL), -EINVAL);
+	KT_CHECK_EQ(kinet_qp_pack(NULL, &info), -EINVAL);
+	KT_CHECK_EQ(kinet_qp_pack(qp, NULL), -EINVAL);
 	KT_CHECK_EQ(kinet_qp_connect(NULL, &info), -EINVAL);
 	KT_CHECK_EQ(kinet_qp_connect(qp, NULL), -EINVAL);
-	KT_OK(kinet_qp_info(qp, &info));
+	KT_OK(kinet_qp_pack(qp, &info));
 	KT_CHECK_EQ(info.qpn, kinet_qp_num(qp));
 	KT_CHECK_EQ(kinet_qp_set_error(NULL), -EINVAL);
 	KT_CHECK_EQ(kinet_qp_destroy(NULL), -EINVAL);
@@ -185,7 +185,7 @@ KT_TEST(connect_to_nobody)
 	o.timeout_ms = 200;
 	KT_OK(kt_pair_create_unconnected(&p, ctx, ctx, &o));
 	KT_OK(kt_buf_alloc(ctx, &b, 4096, KT_ACC_ALL, 0x33));
-	KT_OK(kinet_qp_info(p.qp[1], &info));
+	KT_OK(kinet_qp_pack(p.qp[1], &info));
 	info.qpn = 0xfffff0;
 	int rc = kinet_qp_connect(p.qp[0], &info);
 	if (rc == 0) {
@@ -197,7 +197,7 @@ KT_TEST(connect_to_nobody)
 		KT_OK(kt_poll1(p.cq[0], &wc));
 		KT_OK(kt_wc_expect(&wc, 3, KINET_SYND_TRANSPORT_RETRY_EXC_ERR));
 		KT_CHECK(kt_now_ms() - t0 < 2000);
-		KT_CHECK_EQ(kinet_qp_state(p.qp[0]), KINET_QPS_ERR);
+		KT_CHECK_EQ(kinet_qp_get_state(p.qp[0]), KINET_QPS_ERR);
 		KT_CHECK(kt_mem_is(b.p, 0x33, 4096));
 	} else {
 		KT_CHECK(rc < 0);
@@ -225,9 +225,9 @@ KT_TEST(post_args)
 	struct kinet_send_wr w =
 		kt_wr(1, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED, &s, 1, kt_addr(&b, 1024), kt_rkey(&b));
 	int bad = -1;
-	KT_CHECK_EQ(kinet_post_send(NULL, &w, 1, &bad), -EINVAL);
-	KT_CHECK_EQ(kinet_post_send(p.qp[0], NULL, 1, &bad), -EINVAL);
-	KT_CHECK_EQ(kinet_post_send(p.qp[0], &w, -1, &bad), -EINVAL);
+	KT_CHECK_EQ(kinet_qp_post_send(NULL, &w, 1, &bad), -EINVAL);
+	KT_CHECK_EQ(kinet_qp_post_send(p.qp[0], NULL, 1, &bad), -EINVAL);
+	KT_CHECK_EQ(kinet_qp_post_send(p.qp[0], &w, -1, &bad), -EINVAL);
 
 	/* A batch with a bad request in the middle: those before it post. */
 	struct kinet_sge big = kt_sge(&b, 0, 65); /* over max_inline */
@@ -238,7 +238,7 @@ KT_TEST(post_args)
 		kt_wr(12, KINET_WR_NOP, KINET_SEND_SIGNALED, NULL, 0, 0, 0),
 	};
 	bad = -1;
-	KT_CHECK_EQ(kinet_post_send(p.qp[0], ws, 3, &bad), -EINVAL);
+	KT_CHECK_EQ(kinet_qp_post_send(p.qp[0], ws, 3, &bad), -EINVAL);
 	KT_CHECK_EQ(bad, 1);
 	KT_OK(kt_poll1(p.cq[0], &wc[0]));
 	KT_OK(kt_wc_expect(&wc[0], 10, 0));
@@ -270,20 +270,20 @@ KT_TEST(post_args)
 	x.send_flags |= 1u << 20;
 	KT_CHECK_EQ(kt_post(p.qp[0], &x), -EINVAL);
 	KT_CHECK_EQ(kt_poll_for(p.cq[0], 20, 4, wc), 0);
-	KT_CHECK_EQ(kinet_qp_state(p.qp[0]), KINET_QPS_RTS);
+	KT_CHECK_EQ(kinet_qp_get_state(p.qp[0]), KINET_QPS_RTS);
 
 	/* receives */
 	struct kinet_recv_wr r = {.wr_id = 1, .sg_list = many, .num_sge = 3}; /* over max_recv_sge */
-	KT_CHECK_EQ(kinet_post_recv(p.qp[1], &r, 1, &bad), -EINVAL);
-	KT_CHECK_EQ(kinet_post_recv(NULL, &r, 1, &bad), -EINVAL);
-	KT_CHECK_EQ(kinet_post_recv(p.qp[1], NULL, 1, &bad), -EINVAL);
+	KT_CHECK_EQ(kinet_qp_post_recv(p.qp[1], &r, 1, &bad), -EINVAL);
+	KT_CHECK_EQ(kinet_qp_post_recv(NULL, &r, 1, &bad), -EINVAL);
+	KT_CHECK_EQ(kinet_qp_post_recv(p.qp[1], NULL, 1, &bad), -EINVAL);
 
 	/* custom WQEs */
 	uint8_t wqe[64] = {0};
-	KT_CHECK_EQ(kinet_post_wqe(NULL, wqe, 1, 0), -EINVAL);
-	KT_CHECK_EQ(kinet_post_wqe(p.qp[0], NULL, 1, 0), -EINVAL);
-	KT_CHECK_EQ(kinet_post_wqe(p.qp[0], wqe, 0, 0), -EINVAL);
-	KT_CHECK_EQ(kinet_post_wqe(p.qp[0], wqe, 1u << 20, 0), -EINVAL);
+	KT_CHECK_EQ(kinet_qp_post_wqe(NULL, wqe, 1, 0), -EINVAL);
+	KT_CHECK_EQ(kinet_qp_post_wqe(p.qp[0], NULL, 1, 0), -EINVAL);
+	KT_CHECK_EQ(kinet_qp_post_wqe(p.qp[0], wqe, 0, 0), -EINVAL);
+	KT_CHECK_EQ(kinet_qp_post_wqe(p.qp[0], wqe, 1u << 20, 0), -EINVAL);
 
 	/* The QP still works. */
 	KT_OK(kt_post(p.qp[0], &w));

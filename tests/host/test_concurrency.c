@@ -1,6 +1,6 @@
 /*
  * Concurrent posting: several threads each with their own QPs, and several
- * threads sharing one QP (kinet_post_send is thread-safe), with one and with
+ * threads sharing one QP (kinet_qp_post_send is thread-safe), with one and with
  * four engine threads.  Every completion arrives exactly once, data is
  * right, and fetch-adds from everywhere on one counter are atomic.
  */

@@ -161,7 +161,7 @@ static inline int kd_pair_create(struct kd_pair *p, const struct kd_opts *o)
 			goto fail;
 	}
 	for (int i = 0; i < 2; i++) {
-		rc = kinet_qp_info(p->s[i].qp, &info[i]);
+		rc = kinet_qp_pack(p->s[i].qp, &info[i]);
 		if (rc)
 			goto fail;
 	}

@@ -65,15 +65,15 @@ KT_TEST(path_selection)
 	KT_NEED_SOFT("the peer path (device loads and stores; a NIC QP has none)");
 	struct fx f;
 	KT_OK(fx_open(&f, "force", 2000, KINET_SHARE_GPU));
-	KT_CHECK_EQ(kinet_qp_path(f.p.s[0].qp), KINET_QP_PATH_PEER);
-	KT_CHECK_EQ(kinet_qp_path(f.p.s[1].qp), KINET_QP_PATH_PEER);
+	KT_CHECK_EQ(kinet_qp_get_path(f.p.s[0].qp), KINET_QP_PATH_PEER);
+	KT_CHECK_EQ(kinet_qp_get_path(f.p.s[1].qp), KINET_QP_PATH_PEER);
 	KT_CHECK(f.d->peer != NULL);
 	KT_CHECK(strcmp(kinet_qp_path_name(KINET_QP_PATH_PEER), "peer") == 0);
 	fx_close(&f);
 	const char *modes[2] = {"off", "auto"};
 	for (int i = 0; i < 2; i++) {
 		KT_OK(fx_open(&f, modes[i], 2000, KINET_SHARE_GPU));
-		KT_CHECK_EQ(kinet_qp_path(f.p.s[0].qp), KINET_QP_PATH_ENGINE);
+		KT_CHECK_EQ(kinet_qp_get_path(f.p.s[0].qp), KINET_QP_PATH_ENGINE);
 		KT_CHECK(f.d->peer == NULL);
 		KT_CHECK(strcmp(kinet_qp_path_name(KINET_QP_PATH_ENGINE), "engine") == 0);
 		fx_close(&f);
@@ -161,7 +161,7 @@ static void bad_ops(const char *p2p, uint8_t synd[3], int path)
 		struct kinet_mr *ro = NULL;
 		uint64_t tk = 0;
 		KT_OK(fx_open(&f, p2p, 1000, KINET_SHARE_GPU));
-		KT_CHECK_EQ(kinet_qp_path(f.p.s[0].qp), path);
+		KT_CHECK_EQ(kinet_qp_get_path(f.p.s[0].qp), path);
 		/* a second target region without REMOTE_WRITE */
 		KT_OK(kinet_mr_reg(f.p.ctx[1], f.b.p + 128 * 1024, 4096, KINET_ACCESS_REMOTE_READ, &ro));
 		memset(f.b.p, 0x5a, BUF);

@@ -21,7 +21,7 @@ KT_TEST(device_offsets)
 	o.two_ctx = 1;
 	o.timeout_ms = 2000;
 	KT_OK(kd_pair_create(&p, &o));
-	KT_CHECK_EQ(kinet_qp_path(p.s[0].qp), KINET_QP_PATH_PEER);
+	KT_CHECK_EQ(kinet_qp_get_path(p.s[0].qp), KINET_QP_PATH_PEER);
 	struct kinet_dev_qp *d = p.s[0].d;
 	/* a: the initiator's plain buffer; b: the target's, zero-based. */
 	KT_OK(kd_buf_alloc(p.ctx[0], &a, LEN));

@@ -36,8 +36,8 @@ static void env_open(struct env *e, bool two)
 	else
 		e->c[1] = e->c[0];
 	KT_OK(kt_pair_create(&e->p, e->c[0], e->c[1], NULL));
-	KT_CHECK_EQ(kinet_qp_state(e->p.qp[0]), KINET_QPS_RTS);
-	KT_CHECK_EQ(kinet_qp_state(e->p.qp[1]), KINET_QPS_RTS);
+	KT_CHECK_EQ(kinet_qp_get_state(e->p.qp[0]), KINET_QPS_RTS);
+	KT_CHECK_EQ(kinet_qp_get_state(e->p.qp[1]), KINET_QPS_RTS);
 	KT_OK(kt_buf_alloc(e->c[0], &e->loc, LOC_LEN, KT_ACC_ALL, 0x11));
 	KT_OK(kt_buf_alloc(e->c[1], &e->rem, REM_LEN, KT_ACC_ALL, 0x22));
 	e->ok = 1;
