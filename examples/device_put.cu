@@ -32,7 +32,7 @@ struct job {
 	struct kinet_dev_qp *qp; /* from kinet_qp_export */
 	uint8_t *mine, *peer;	 /* device-usable addresses of the two buffers */
 	uint32_t lkey, rkey;
-	int status; /* written by the kernel: 0 or a positive errno */
+	int status; /* written by the kernel: 0 or a negative errno */
 };
 
 /* The device code: the same source for the GPU and for CPU threads. */
@@ -180,7 +180,7 @@ int main(void)
 	if (host_job.status) {
 		struct kinet_error err;
 
-		/* Device statuses are positive errnos; EIO means an error
+		/* Device statuses are negative errnos; -EIO means an error
 		 * completion, whose syndrome the context kept. */
 		fprintf(stderr, "device_put: the kernel failed: %s\n", kinet_strerror(host_job.status));
 		if (!kinet_ctx_last_error(ctx, &err) && err.status)

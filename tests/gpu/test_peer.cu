@@ -396,7 +396,7 @@ KT_TEST(protection_errors)
 		uint32_t rkey = c == 0 ? f.x[1].buf.key ^ 0x100 : c == 2 ? kinet_mr_rkey(ro) : f.x[1].buf.key;
 		bad_put<<<1, 1>>>(f.x[0].s.d, f.x[0].buf.p, f.x[0].buf.key, raddr, rkey, st);
 		G_CUDA(cudaDeviceSynchronize());
-		KT_CHECK_EQ(*st, EIO);
+		KT_CHECK_EQ(*st, -EIO);
 		KT_OK(kinet_ctx_last_error(f.x[0].ctx, &err));
 		KT_CHECK_EQ(err.status, -EIO);
 		KT_CHECK(err.syndrome == KINET_SYND_REMOTE_ACCESS_ERR ||

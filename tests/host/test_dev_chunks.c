@@ -62,7 +62,7 @@ KT_TEST(split_in_rounds)
 		KT_CHECK_EQ(imm, 0xfeed);
 		KT_CHECK_EQ(len, 10000 - 2 * 4096); /* the byte count of the WQE that carried it */
 		KT_CHECK(memcmp(a.p, b.p + 64, 10000) == 0);
-		KT_CHECK_EQ(kinet_dev_rq_poll(t, &len, &imm, NULL), EAGAIN);
+		KT_CHECK_EQ(kinet_dev_rq_poll(t, &len, &imm, NULL), -EAGAIN);
 
 		KT_OK(kinet_dev_quiet(d));
 		printf("  %s: ok\n", kd_db_names[o.db_mode]);
@@ -80,7 +80,7 @@ KT_TEST(send_too_large)
 	uint64_t tk;
 	KT_OK(kd_pair_create(&p, NULL));
 	KT_OK(kd_buf_alloc(p.ctx[0], &a, 8192));
-	KT_CHECK_EQ(kinet_dev_send(p.s[0].d, a.p, a.key, 4097, &tk), EINVAL);
+	KT_CHECK_EQ(kinet_dev_send(p.s[0].d, a.p, a.key, 4097, &tk), -EINVAL);
 	KT_CHECK_EQ(p.s[0].d->sq_reserved, 0);
 	kd_buf_free(&a);
 	kd_pair_destroy(&p);

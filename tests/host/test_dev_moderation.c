@@ -79,12 +79,12 @@ KT_TEST(error_in_moderated_batch)
 	 * put 0 (idle queue) and put 7 (error) produce CQEs of their own. */
 	for (int i = 0; i < 12; i++)
 		put8(d, &b, i, i == 7 ? b.key ^ 0x100u : b.key, &tk[i]);
-	KT_CHECK_EQ(kinet_dev_wait(d, tk[11]), EIO);
+	KT_CHECK_EQ(kinet_dev_wait(d, tk[11]), -EIO);
 	KT_CHECK_EQ(kinet_dev_qp_error(d), (uint32_t)KINET_SYND_REMOTE_ACCESS_ERR);
 	KT_CHECK_EQ(d->sq_error_idx, 7u);
 	KT_OK(kinet_dev_wait(d, tk[6])); /* before the error: complete */
-	KT_CHECK_EQ(kinet_dev_wait(d, tk[7]), EIO);
-	KT_CHECK_EQ(kinet_dev_wait(d, tk[8]), EIO);
+	KT_CHECK_EQ(kinet_dev_wait(d, tk[7]), -EIO);
+	KT_CHECK_EQ(kinet_dev_wait(d, tk[8]), -EIO);
 	for (int i = 0; i < 7; i++)
 		KT_CHECK_EQ(((uint64_t *)(void *)b.p)[i], 1000u + (uint64_t)i);
 	KT_CHECK_EQ(kinet_ctx_last_error(p.ctx[0], &err), 0);

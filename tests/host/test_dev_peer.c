@@ -174,7 +174,7 @@ static void bad_ops(const char *p2p, uint8_t synd[3], int path)
 		else
 			KT_OK(kinet_dev_put(f.d, f.a.p, f.a.key, kd_addr(&f.b, 128 * 1024), kinet_mr_rkey(ro),
 					    64, &tk));
-		KT_CHECK_EQ(kinet_dev_wait(f.d, tk), EIO);
+		KT_CHECK_EQ(kinet_dev_wait(f.d, tk), -EIO);
 		KT_OK(kinet_ctx_last_error(f.p.ctx[0], &err));
 		KT_CHECK_EQ(err.status, -EIO);
 		synd[c] = err.syndrome;
@@ -185,7 +185,7 @@ static void bad_ops(const char *p2p, uint8_t synd[3], int path)
 				break;
 			}
 		/* the QP is in error now, on both paths: later work fails */
-		KT_CHECK_EQ(kinet_dev_put(f.d, f.a.p, f.a.key, kd_addr(&f.b, 0), f.b.key, 8, &tk), EIO);
+		KT_CHECK_EQ(kinet_dev_put(f.d, f.a.p, f.a.key, kd_addr(&f.b, 0), f.b.key, 8, &tk), -EIO);
 		KT_OK(kinet_mr_dereg(ro));
 		fx_close(&f);
 	}
@@ -225,7 +225,7 @@ KT_TEST(windows_follow_registration)
 	KT_OK(kinet_mr_dereg(late));
 	v = 100;
 	KT_OK(kinet_dev_put_inline(f.d, &v, 8, (uint64_t)(uintptr_t)(mem + 8), key, &tk));
-	KT_CHECK_EQ(kinet_dev_wait(f.d, tk), EIO);
+	KT_CHECK_EQ(kinet_dev_wait(f.d, tk), -EIO);
 	KT_CHECK_EQ(*(uint64_t *)(void *)(mem + 8), 99);
 	fx_close(&f);
 	free(mem);
@@ -441,7 +441,7 @@ KT_TEST(target_context_closed)
 	int st = kinet_dev_put_inline(f.d, &v, 8, raddr, rkey, &tk);
 	if (!st)
 		st = kinet_dev_wait(f.d, tk);
-	KT_CHECK(st == EIO || st == ETIMEDOUT);
+	KT_CHECK(st == -EIO || st == -ETIMEDOUT);
 	/* f.p.s[1] CQs belonged to the closed context */
 	f.p.s[1].scq = f.p.s[1].rcq = NULL;
 	fx_close(&f);

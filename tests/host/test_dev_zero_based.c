@@ -53,7 +53,7 @@ KT_TEST(device_offsets)
 	KT_CHECK_EQ(*word, 16);
 	/* Past the end: the remote access error of the engine path. */
 	KT_CHECK_EQ(kinet_dev_put(d, a.p, a.key, LEN - 8, b.key, 16, &tk), 0);
-	KT_CHECK_EQ(kinet_dev_wait(d, tk), EIO);
+	KT_CHECK_EQ(kinet_dev_wait(d, tk), -EIO);
 	KT_CHECK_EQ(kinet_dev_qp_error(d), KINET_SYND_REMOTE_ACCESS_ERR);
 
 	kinet_mr_dereg(b.mr);

@@ -101,7 +101,7 @@ struct kinet_dev_qp {
 	/* Registered local buffer (>= 8 bytes, LOCAL_WRITE, lkey scratch_lkey)
 	 * that takes the unwanted old value of non-fetching atomics (signal,
 	 * put_signal).  kinet_qp_export always fills it (a 64-byte host
-	 * buffer); 0 when none: then those calls return EINVAL. */
+	 * buffer); 0 when none: then those calls return -EINVAL. */
 	uint64_t scratch;
 	uint32_t scratch_lkey;
 	uint32_t pad2;
