@@ -190,7 +190,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < PR_N; i++)
 		printf("  %-40s %8.3f us\n", pr[i], out[i] / 2000.0 / 1000.0);
 
-	struct kinet_cq_attr cqa = {.depth = 1024, .flags = 0};
+	struct kinet_cq_attr cqa = {.size = sizeof(struct kinet_cq_attr), .depth = 1024, .flags = 0};
 	struct kinet_cq *cq[2];
 	struct kinet_qp *qp[2];
 	struct kinet_qp_attr qa;

@@ -121,7 +121,7 @@ int main(void)
 	for (int s = 0; s < 2; s++) {
 		/* An exported QP needs its own send CQ, deeper than its send
 		 * queue (device code signals every WQE). */
-		struct kinet_cq_attr qa = {.depth = 64, .flags = 0};
+		struct kinet_cq_attr qa = {.size = sizeof(struct kinet_cq_attr), .depth = 64, .flags = 0};
 		struct kinet_qp_attr attr;
 
 		if ((rc = kinet_cq_create(ctx, &qa, &cq[s])))

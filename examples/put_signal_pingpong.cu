@@ -203,7 +203,7 @@ int main(int argc, char **argv)
 	CHECK(kinet_ctx_open(&cattr, &ctx));
 
 	for (int s = 0; s < 2; s++) {
-		struct kinet_cq_attr qa = {.depth = 0, .flags = 0};
+		struct kinet_cq_attr qa = {.size = sizeof(struct kinet_cq_attr), .depth = 0, .flags = 0};
 		struct kinet_qp_attr attr;
 		qa.depth = 256;
 		CHECK(kinet_cq_create(ctx, &qa, &cq[s]));

@@ -32,6 +32,7 @@ void kinet_mesh_attr_init(struct kinet_mesh_attr *attr)
 	if (!attr)
 		return;
 	memset(attr, 0, sizeof(*attr));
+	attr->size = sizeof(*attr);
 	attr->qps_per_peer = 1;
 	kinet_qp_attr_init(&attr->qp);
 	attr->with_recv = 1;
@@ -112,7 +113,7 @@ static int mesh_connect(struct kinet_mesh *m, const struct kinet_mesh_attr *a, s
 int kinet_mesh_create(struct kinet_ctx *ctx, struct kinet_boot *boot, const struct kinet_mesh_attr *attr,
 		      struct kinet_mesh **out)
 {
-	struct kinet_mesh_attr dflt;
+	struct kinet_mesh_attr a;
 	struct kinet_mesh *m;
 	int ret;
 
@@ -123,10 +124,11 @@ int kinet_mesh_create(struct kinet_ctx *ctx, struct kinet_boot *boot, const stru
 		return KINET_EINVAL("ctx", "NULL");
 	if (!boot)
 		return KINET_EINVAL("boot", "NULL");
-	if (!attr) {
-		kinet_mesh_attr_init(&dflt);
-		attr = &dflt;
-	}
+	if (!attr)
+		kinet_mesh_attr_init(&a);
+	else if ((ret = kinet_attr_read("attr", attr, sizeof(a), &a)))
+		return ret;
+	attr = &a;
 	if (attr->qps_per_peer < 1 || attr->qps_per_peer > 1024)
 		return KINET_EINVAL("attr->qps_per_peer", "must be 1..1024");
 	m = calloc(1, sizeof(*m));

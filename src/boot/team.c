@@ -42,6 +42,7 @@ void kinet_team_attr_init(struct kinet_team_attr *attr)
 	if (!attr)
 		return;
 	memset(attr, 0, sizeof(*attr));
+	attr->size = sizeof(*attr);
 	attr->slots = 16;
 	attr->lanes = 8;
 	attr->map_peers = 1;
@@ -171,6 +172,7 @@ static int team_export_dev(struct kinet_team *t)
 int kinet_team_create(struct kinet_boot *boot, struct kinet_mesh *mesh, const struct kinet_team_attr *attr,
 		      struct kinet_team **out)
 {
+	struct kinet_team_attr a;
 	struct kinet_team *t;
 	int ret;
 
@@ -179,6 +181,9 @@ int kinet_team_create(struct kinet_boot *boot, struct kinet_mesh *mesh, const st
 	*out = NULL;
 	if (!boot || !mesh || !attr)
 		return KINET_EINVAL(!boot ? "boot" : !mesh ? "mesh" : "attr", "NULL");
+	if ((ret = kinet_attr_read("attr", attr, sizeof(a), &a)))
+		return ret;
+	attr = &a;
 	ret = check_attr(mesh, attr);
 	if (ret)
 		return ret;

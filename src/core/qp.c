@@ -48,6 +48,7 @@ void kinet_qp_attr_init(struct kinet_qp_attr *attr)
 	if (!attr)
 		return;
 	memset(attr, 0, sizeof(*attr));
+	attr->size = sizeof(*attr);
 	attr->sq_depth = 256;
 	attr->rq_depth = 256;
 	attr->max_recv_sge = 1;
@@ -107,6 +108,7 @@ static void qp_free(struct kinet_qp *qp)
 
 int kinet_qp_create(struct kinet_ctx *ctx, const struct kinet_qp_attr *attr, struct kinet_qp **out)
 {
+	struct kinet_qp_attr a;
 	struct kinet_qp *qp;
 	int ret;
 
@@ -117,6 +119,9 @@ int kinet_qp_create(struct kinet_ctx *ctx, const struct kinet_qp_attr *attr, str
 		return KINET_EINVAL("ctx", "NULL");
 	if (!attr)
 		return KINET_EINVAL("attr", "NULL");
+	if ((ret = kinet_attr_read("attr", attr, sizeof(a), &a)))
+		return ret;
+	attr = &a;
 	ret = qp_check_attr(ctx, attr);
 	if (ret)
 		return ret;

@@ -147,7 +147,7 @@ struct g_pair {
 
 static inline int g_side_create(struct kinet_ctx *ctx, struct g_side *s, const struct g_opts *o)
 {
-	struct kinet_cq_attr ca = {.depth = 0, .flags = 0};
+	struct kinet_cq_attr ca = {.size = sizeof(struct kinet_cq_attr), .depth = 0, .flags = 0};
 	struct kinet_qp_attr qa;
 	int rc;
 	memset(s, 0, sizeof(*s));

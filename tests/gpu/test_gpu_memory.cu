@@ -183,7 +183,7 @@ static int pair_create(struct kinet_ctx *ctx, struct pair *p)
 	int rc;
 	memset(p, 0, sizeof(*p));
 	for (int i = 0; i < 2; i++) {
-		struct kinet_cq_attr ca = {.depth = 0, .flags = 0};
+		struct kinet_cq_attr ca = {.size = sizeof(struct kinet_cq_attr), .depth = 0, .flags = 0};
 		struct kinet_qp_attr qa;
 		ca.depth = 256;
 		if ((rc = kinet_cq_create(ctx, &ca, &p->cq[i])))

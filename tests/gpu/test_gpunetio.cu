@@ -239,7 +239,8 @@ static int gn_open(struct gn_fx *f, enum kinet_db_mode mode)
 	if (!f->ctx)
 		return -ENODEV;
 	for (int i = 0; i < 4 && !rc; i++) {
-		struct kinet_cq_attr ca = {.depth = 128, .flags = KINET_CQ_IGNORE_OVERRUN};
+		struct kinet_cq_attr ca = {
+			.size = sizeof(struct kinet_cq_attr), .depth = 128, .flags = KINET_CQ_IGNORE_OVERRUN};
 		struct kinet_qp_attr qa;
 		rc = kinet_cq_create(f->ctx, &ca, &f->cq[i]);
 		if (rc)

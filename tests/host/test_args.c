@@ -3,6 +3,8 @@
  * argument is not captured here) and change nothing.
  */
 #include "common.h"
+#include "kinet/mesh.h"
+#include "kinet/team.h"
 
 KT_TEST(ctx_args)
 {
@@ -94,6 +96,84 @@ KT_TEST(cq_args)
 	KT_CHECK_EQ(kinet_cq_poll(cq, 1, NULL), -EINVAL);
 	KT_CHECK_EQ(kinet_cq_poll(cq, -1, &wc), -EINVAL);
 	KT_CHECK_EQ(kinet_cq_poll(cq, 1, &wc), 0);
+	KT_OK(kinet_cq_destroy(cq));
+	kinet_ctx_close(ctx);
+}
+
+/* Attribute structs start with their size: the _attr_init functions set
+ * it, 0 means this header's layout, a newer header's larger struct is taken
+ * when its extra bytes are zero, and anything else is -EINVAL, whatever
+ * the other fields say. */
+KT_TEST(attr_size)
+{
+	struct kinet_ctx *ctx;
+	struct kinet_cq *cq = NULL;
+	struct kinet_qp *qp = NULL;
+	struct {
+		struct kinet_cq_attr a;
+		uint8_t newer[16]; /* fields of a later version */
+	} big;
+	struct kinet_ctx_attr xa;
+	struct kinet_cq_attr ca;
+	struct kinet_qp_attr qa;
+	struct kinet_boot_attr ba;
+	struct kinet_mesh_attr ma;
+	struct kinet_team_attr ta;
+
+	kinet_ctx_attr_init(&xa);
+	kinet_cq_attr_init(&ca);
+	kinet_qp_attr_init(&qa);
+	kinet_boot_attr_init(&ba);
+	kinet_mesh_attr_init(&ma);
+	kinet_team_attr_init(&ta);
+	KT_CHECK_EQ(xa.size, sizeof(xa));
+	KT_CHECK_EQ(ca.size, sizeof(ca));
+	KT_CHECK_EQ(ca.depth, 512u);
+	KT_CHECK_EQ(ca.flags, 0u);
+	KT_CHECK_EQ(qa.size, sizeof(qa));
+	KT_CHECK_EQ(ba.size, sizeof(ba));
+	KT_CHECK_EQ(ma.size, sizeof(ma));
+	KT_CHECK_EQ(ma.qp.size, sizeof(ma.qp));
+	KT_CHECK_EQ(ta.size, sizeof(ta));
+
+	xa.cuda_device = KT_HOST_ONLY;
+	xa.size = sizeof(xa) - 1;
+	KT_CHECK_EQ(kinet_ctx_open(&xa, &ctx), -EINVAL);
+	xa.size = 0;
+	KT_OK(kinet_ctx_open(&xa, &ctx));
+
+	ca.size = 4;
+	KT_CHECK_EQ(kinet_cq_create(ctx, &ca, &cq), -EINVAL);
+	ca.size = 0xdeadbeef;
+	KT_CHECK_EQ(kinet_cq_create(ctx, &ca, &cq), -EINVAL);
+	KT_CHECK(cq == NULL);
+	memset(&big, 0, sizeof(big));
+	big.a.size = sizeof(big);
+	big.a.depth = 64;
+	KT_OK(kinet_cq_create(ctx, &big.a, &cq)); /* unknown fields at their defaults */
+	KT_CHECK_EQ(kinet_cq_depth(cq), 64u);
+	KT_OK(kinet_cq_destroy(cq));
+	cq = NULL;
+	big.newer[3] = 1;
+	KT_CHECK_EQ(kinet_cq_create(ctx, &big.a, &cq), -EINVAL); /* an unknown field set */
+	KT_CHECK(cq == NULL);
+	ca.size = 0;
+	KT_OK(kinet_cq_create(ctx, &ca, &cq));
+
+	qa.send_cq = cq;
+	qa.recv_cq = NULL;
+	qa.size = 1;
+	KT_CHECK_EQ(kinet_qp_create(ctx, &qa, &qp), -EINVAL);
+	KT_CHECK(qp == NULL);
+	qa.size = sizeof(qa);
+	KT_OK(kinet_qp_create(ctx, &qa, &qp));
+	KT_OK(kinet_qp_destroy(qp));
+
+	struct kinet_boot *boot = NULL;
+	ba.size = 2;
+	KT_CHECK_EQ(kinet_boot_init(&ba, &boot), -EINVAL);
+	KT_CHECK(boot == NULL);
+
 	KT_OK(kinet_cq_destroy(cq));
 	kinet_ctx_close(ctx);
 }
@@ -343,4 +423,5 @@ KT_TEST(strerror_text)
 	KT_CHECK(kinet_strerror(-123456)[0] != 0);
 }
 
-KT_MAIN(ctx_args, mr_args, cq_args, qp_args, connect_to_nobody, post_args, send_queue_full, strerror_text)
+KT_MAIN(ctx_args, mr_args, cq_args, attr_size, qp_args, connect_to_nobody, post_args, send_queue_full,
+	strerror_text)
