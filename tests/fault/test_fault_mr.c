@@ -9,7 +9,7 @@
  */
 #include <sys/mman.h>
 
-#include "common.h"
+#include "fixture.h"
 
 #define BIG (64u << 20)
 #define NW 4

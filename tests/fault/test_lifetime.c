@@ -9,7 +9,7 @@
 #include <malloc.h>
 #include <stdatomic.h>
 
-#include "common.h"
+#include "fixture.h"
 
 struct poller {
 	struct kinet_cq *cq;

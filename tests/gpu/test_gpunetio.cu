@@ -19,7 +19,7 @@
 #include <cuda.h>
 #include <unistd.h>
 
-#include "test_dev_gpu_common.h"
+#include "fixture.h"
 
 #include "kinet/gpunetio.h"
 
@@ -274,7 +274,7 @@ static int gn_open(struct gn_fx *f, enum kinet_db_mode mode)
 			return -ENOMEM;
 		zb[i]->gpu = 1;
 		zb[i]->len = 8 * THREADS;
-		rc = kinet_mr_reg(f->ctx, zb[i]->p, 8 * THREADS, G_ACC_ALL | KINET_ACCESS_ZERO_BASED,
+		rc = kinet_mr_reg(f->ctx, zb[i]->p, 8 * THREADS, KT_ACC_ALL | KINET_ACCESS_ZERO_BASED,
 				  &zb[i]->mr);
 		zb[i]->key = kinet_mr_lkey(zb[i]->mr);
 	}
@@ -446,7 +446,7 @@ static void gn_run(enum kinet_db_mode mode)
 	G_CUDA(cudaMemcpy(&d, f.d[0], sizeof(d), cudaMemcpyDeviceToHost));
 	KT_CHECK(d.sq_rsvd_index > 65536);
 	KT_CHECK_EQ(d.cq_sq.cqe_ci, d.sq_rsvd_index);
-	printf("  %s: %llu WQEs on the main QP, %llu on the companion\n", g_db_names[mode],
+	printf("  %s: %llu WQEs on the main QP, %llu on the companion\n", kt_db_names[mode],
 	       (unsigned long long)d.sq_rsvd_index, (unsigned long long)(2 * OPS));
 	KT_OK(kinet_ctx_last_error(f.ctx, &err));
 	KT_CHECK_EQ(err.status, 0);

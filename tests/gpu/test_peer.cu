@@ -5,7 +5,7 @@
  * GPU memory.  Engines are paused where an operation must take the peer
  * path, so only the GPU's own stores and atomics can complete it.
  */
-#include "test_dev_gpu_common.h"
+#include "fixture.h"
 
 #define BUF (8u << 20)
 #define HAMMER_BLOCKS 132

@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "test_dev_gpu_common.h"
+#include "fixture.h"
 
 #define BUF (4u << 20)
 #define SMALL 4096u

@@ -2,7 +2,7 @@
  * Invalid host API arguments return -EINVAL (the log line naming the
  * argument is not captured here) and change nothing.
  */
-#include "common.h"
+#include "fixture.h"
 #include "kinet/mesh.h"
 #include "kinet/team.h"
 

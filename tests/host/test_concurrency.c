@@ -4,7 +4,7 @@
  * four engine threads.  Every completion arrives exactly once, data is
  * right, and fetch-adds from everywhere on one counter are atomic.
  */
-#include "common.h"
+#include "fixture.h"
 
 #define NTHREADS 4
 #define OPS 2000

@@ -3,7 +3,7 @@
  * wrap-around (the owner bit flips each pass), a CQ shared by several QPs
  * and by send and receive, overrun and overrun ignored.
  */
-#include "common.h"
+#include "fixture.h"
 
 #include "internal.h"
 

@@ -4,7 +4,7 @@
  * error CQEs surfacing as EIO with the right syndrome (never as "not yet"),
  * flushes after an error, receive errors, and argument errors.
  */
-#include "test_dev_common.h"
+#include "fixture.h"
 
 static int open_pair(struct kd_pair *p, uint32_t timeout_ms, uint32_t sq_depth, enum kinet_db_mode mode)
 {
@@ -26,7 +26,7 @@ KT_TEST(timeout_paused_engine)
 		struct kd_buf a, b;
 		struct kinet_error err;
 		uint64_t tk = 0;
-		KT_OK(open_pair(&p, 200, 16, kd_db_modes[m]));
+		KT_OK(open_pair(&p, 200, 16, kt_db_modes[m]));
 		struct kinet_dev_qp *d = p.s[0].d;
 		KT_OK(kd_buf_alloc(p.ctx[0], &a, 64));
 		KT_OK(kd_buf_alloc(p.ctx[1], &b, 64));
@@ -36,9 +36,9 @@ KT_TEST(timeout_paused_engine)
 		kinet_ctx_clear_error(p.ctx[0]);
 		memset(a.p, 7, 64);
 		KT_OK(kinet_dev_put(d, a.p, a.key, kd_addr(&b, 0), b.key, 64, &tk));
-		uint64_t t0 = kd_now_ms();
+		uint64_t t0 = kt_now_ms();
 		KT_CHECK_EQ(kinet_dev_wait(d, tk), -ETIMEDOUT);
-		uint64_t ms = kd_now_ms() - t0;
+		uint64_t ms = kt_now_ms() - t0;
 		KT_CHECK(ms >= 150 && ms < 2000);
 		KT_CHECK_EQ(kinet_dev_test(d, tk), -EAGAIN);
 		KT_OK(kinet_ctx_last_error(p.ctx[0], &err));
@@ -47,11 +47,11 @@ KT_TEST(timeout_paused_engine)
 		KT_CHECK_EQ(err.qpn, d->qpn);
 
 		/* signal_wait_until is bounded the same way */
-		t0 = kd_now_ms();
+		t0 = kt_now_ms();
 		KT_CHECK_EQ(kinet_dev_signal_wait_until(d, (uint64_t *)(void *)b.p, KINET_DEV_CMP_EQ, 12345,
 							NULL),
 			    -ETIMEDOUT);
-		ms = kd_now_ms() - t0;
+		ms = kt_now_ms() - t0;
 		KT_CHECK(ms >= 150 && ms < 2000);
 
 		/* a full queue: reserve gives up after the timeout holding nothing */
@@ -60,9 +60,9 @@ KT_TEST(timeout_paused_engine)
 			ok &= kinet_dev_put_inline(d, &ok, 8, kd_addr(&b, 8), b.key, NULL) == 0;
 		KT_CHECK(ok);
 		uint64_t reserved = d->sq_reserved;
-		t0 = kd_now_ms();
+		t0 = kt_now_ms();
 		KT_CHECK_EQ(kinet_dev_put_inline(d, &ok, 8, kd_addr(&b, 8), b.key, &tk), -ETIMEDOUT);
-		ms = kd_now_ms() - t0;
+		ms = kt_now_ms() - t0;
 		KT_CHECK(ms >= 150 && ms < 2000);
 		KT_CHECK_EQ(d->sq_reserved, reserved);
 
@@ -74,7 +74,7 @@ KT_TEST(timeout_paused_engine)
 		KT_OK(kinet_dev_put_inline(d, &ok, 8, kd_addr(&b, 8), b.key, &tk));
 		KT_OK(kinet_dev_wait(d, tk));
 		KT_CHECK_EQ(kinet_dev_qp_error(d), 0);
-		printf("  %s: ok\n", kd_db_names[kd_db_modes[m]]);
+		printf("  %s: ok\n", kt_db_names[kt_db_modes[m]]);
 		kd_buf_free(&a);
 		kd_buf_free(&b);
 		kd_pair_destroy(&p);

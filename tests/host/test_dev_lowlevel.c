@@ -4,7 +4,7 @@
  * polled at an index, a WAIT on another QP's CQ, receive WQEs and the
  * receive CQ.
  */
-#include "test_dev_common.h"
+#include "fixture.h"
 
 /* Waits for the send CQE at ci with the low-level calls; returns its status
  * (0 or syndrome), -1 on timeout; consumes it. */
@@ -281,7 +281,7 @@ KT_TEST(wraparound_all_modes)
 		struct kd_buf a, b;
 		kd_opts_init(&o);
 		o.sq_depth = 8;
-		o.db_mode = kd_db_modes[m];
+		o.db_mode = kt_db_modes[m];
 		KT_OK(kd_pair_create(&p, &o));
 		struct kinet_dev_qp *d = p.s[0].d;
 		KT_OK(kd_buf_alloc(p.ctx[0], &a, 8));
@@ -298,7 +298,7 @@ KT_TEST(wraparound_all_modes)
 		KT_CHECK_EQ(t, 9000);
 		for (uint64_t i = 0; i < 1000; i++)
 			KT_CHECK_EQ(((uint64_t *)(void *)b.p)[i], 8000 + i);
-		printf("  %s: ok\n", kd_db_names[o.db_mode]);
+		printf("  %s: ok\n", kt_db_names[o.db_mode]);
 		kd_buf_free(&a);
 		kd_buf_free(&b);
 		kd_pair_destroy(&p);

@@ -11,7 +11,7 @@
  *  - posters of a shared QP ring for each other (every post lands, the
  *    doorbell only grows).
  */
-#include "test_dev_common.h"
+#include "fixture.h"
 
 #define MOD 16
 
@@ -110,11 +110,11 @@ KT_TEST(wait_reads_the_word)
 	struct kinet_dev_cq *cq = d->send_cq;
 	KT_CHECK(cq->comp_word != NULL);
 	for (int round = 0; round < 3; round++) {
-		uint64_t ci = cq->ci, end = kd_now_ms() + 5000;
+		uint64_t ci = cq->ci, end = kt_now_ms() + 5000;
 		put8(d, &b, round, b.key, &tk); /* idle queue: asks for a CQE */
 		while (KINET_COMP_COUNT(__atomic_load_n(cq->comp_word, __ATOMIC_ACQUIRE)) !=
 			       (uint32_t)ci + 1 &&
-		       kd_now_ms() < end)
+		       kt_now_ms() < end)
 			;
 		struct kinet_cqe64 *c = &cq->cqes[ci & cq->mask];
 		__atomic_store_n(&c->op_own, (uint8_t)(KINET_CQE_INVALID << 4), __ATOMIC_RELAXED);

@@ -3,7 +3,7 @@
  * thread, _warp and _block form (groups of one here), in every doorbell
  * mode, with data checked byte for byte.
  */
-#include "test_dev_common.h"
+#include "fixture.h"
 
 #define BUF (256 * 1024)
 

@@ -6,7 +6,7 @@
  * have done it); the same operations with KINET_P2P=off give the engine's
  * results, which the peer path must match, errors included.
  */
-#include "test_dev_common.h"
+#include "fixture.h"
 
 #define BUF (256 * 1024)
 
@@ -215,7 +215,7 @@ KT_TEST(windows_follow_registration)
 	KT_CHECK(mem != NULL);
 	memset(mem, 0, 4096);
 	KT_OK(fx_open(&f, "force", 1000, KINET_SHARE_GPU));
-	KT_OK(kinet_mr_reg(f.p.ctx[1], mem, 4096, KD_ACC_ALL, &late));
+	KT_OK(kinet_mr_reg(f.p.ctx[1], mem, 4096, KT_ACC_ALL, &late));
 	uint32_t key = kinet_mr_rkey(late);
 	fx_pause(&f, 1);
 	KT_OK(kinet_dev_put_inline(f.d, &v, 8, (uint64_t)(uintptr_t)(mem + 8), key, &tk));
@@ -286,7 +286,7 @@ KT_TEST(windows_many_slots)
 		mem[i] = (uint8_t *)aligned_alloc(64, 4096);
 		KT_CHECK(mem[i] != NULL);
 		memset(mem[i], 0, 4096);
-		KT_OK(kinet_mr_reg(f.p.ctx[1], mem[i], 4096, KD_ACC_ALL, &mr[i]));
+		KT_OK(kinet_mr_reg(f.p.ctx[1], mem[i], 4096, KT_ACC_ALL, &mr[i]));
 	}
 	fx_pause(&f, 1);
 	for (int i = 0; i < NREG; i++) {
@@ -356,9 +356,9 @@ KT_TEST(order_engine_then_peer)
 	r.f = &f;
 	r.ms = 100;
 	KT_OK(pthread_create(&t, NULL, resume_later, &r));
-	uint64_t t0 = kd_now_ms();
+	uint64_t t0 = kt_now_ms();
 	KT_OK(kinet_dev_put(d, f.a.p + 4096, f.a.key, kd_addr(&f.b, 0), f.b.key, 4096, &tk));
-	KT_CHECK(kd_now_ms() - t0 >= 80);
+	KT_CHECK(kt_now_ms() - t0 >= 80);
 	KT_CHECK(tk >= idx + 1);
 	KT_OK(kinet_dev_quiet(d));
 	pthread_join(t, NULL);

@@ -5,7 +5,7 @@
  * engine, which places them at base + offset.  Results are checked byte
  * for byte; an offset past the end fails as on the engine path.
  */
-#include "test_dev_common.h"
+#include "fixture.h"
 
 #define LEN 8192
 
@@ -28,7 +28,7 @@ KT_TEST(device_offsets)
 	b.p = (uint8_t *)aligned_alloc(64, LEN);
 	KT_CHECK(b.p != NULL);
 	memset(b.p, 0, LEN);
-	KT_OK(kinet_mr_reg(p.ctx[1], b.p, LEN, KD_ACC_ALL | KINET_ACCESS_ZERO_BASED, &b.mr));
+	KT_OK(kinet_mr_reg(p.ctx[1], b.p, LEN, KT_ACC_ALL | KINET_ACCESS_ZERO_BASED, &b.mr));
 	b.key = kinet_mr_rkey(b.mr);
 
 	kd_pattern(a.p, 3000, 9);

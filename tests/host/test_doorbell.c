@@ -3,7 +3,7 @@
  * writes, reads and atomics complete with the right data, and the QP
  * reports the mode it was created with.
  */
-#include "common.h"
+#include "fixture.h"
 
 static void run_mode(enum kinet_db_mode mode, int engine_threads)
 {

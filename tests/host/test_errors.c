@@ -4,7 +4,7 @@
  * flushes what follows; nothing outside a registered range (nor the target)
  * is touched, and the engine keeps working.
  */
-#include "common.h"
+#include "fixture.h"
 
 #define LEN 4096
 

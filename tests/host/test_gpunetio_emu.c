@@ -15,7 +15,7 @@
  * and every count is checked.  The real headers on a GPU:
  * tests/gpu/test_gpunetio.cu.
  */
-#include "common.h"
+#include "fixture.h"
 
 #include "kinet/gpunetio.h"
 

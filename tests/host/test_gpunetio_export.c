@@ -6,7 +6,7 @@
  * enough, nothing posted yet) refused with -EINVAL when unmet; and one
  * device API per QP.
  */
-#include "common.h"
+#include "fixture.h"
 
 #include "internal.h"
 #include "kinet/gpunetio.h"

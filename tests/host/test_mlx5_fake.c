@@ -11,8 +11,8 @@
  */
 #include <dlfcn.h>
 
-#include "common.h"
 #include "fake_rdma.h"
+#include "fixture.h"
 #include "kinet/device/types.h"
 
 static struct fake_rdma *F;

@@ -2,7 +2,7 @@
  * Every opcode with host memory, between two QPs of one context and between
  * QPs of two contexts of one process (local transport).
  */
-#include "common.h"
+#include "fixture.h"
 
 #define LOC_LEN (1u << 20)
 #define REM_LEN (1u << 20)

@@ -2,7 +2,7 @@
  * Operations of one QP take effect in posting order; the fence flag makes a
  * WQE wait for earlier reads and atomics.
  */
-#include "common.h"
+#include "fixture.h"
 
 struct env {
 	struct kinet_ctx *ctx;

@@ -2,7 +2,7 @@
  * Receive side: RNR retry and its limit, receive queue exhaustion, a send
  * longer than the receive buffers, flush of posted receives.
  */
-#include "common.h"
+#include "fixture.h"
 
 struct env {
 	struct kinet_ctx *ctx;

@@ -3,7 +3,7 @@
  * with large writes queued and sends waiting for receives returns promptly
  * and crashes nothing.  Engine pause and resume.
  */
-#include "common.h"
+#include "fixture.h"
 
 #define BIG (4u << 20)
 

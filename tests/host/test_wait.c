@@ -5,7 +5,7 @@
  * Error paths: an unknown CQ, a malformed WAIT, a CQ destroyed while
  * waited on; a blocked WAIT released by moving its QP to error.
  */
-#include "common.h"
+#include "fixture.h"
 
 struct wait_test {
 	struct kinet_ctx *ctx;

@@ -4,7 +4,7 @@
  * count, wrong QP number, inline data running past the WQE) give
  * LOCAL_QP_OP_ERR, put the QP in error and touch nothing.
  */
-#include "common.h"
+#include "fixture.h"
 
 #define LEN 4096
 

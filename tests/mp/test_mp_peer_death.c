@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "mp_common.h"
+#include "fixture.h"
 
 #define TIMEOUT_MS 500
 #define BUF_LEN (16u << 20)
@@ -45,7 +45,7 @@ static int side_open(struct side *s, int with_recv)
 	if (!(s->buf = calloc(1, BUF_LEN)))
 		return -ENOMEM;
 	if ((rc = kinet_ctx_open(&ca, &s->ctx)) ||
-	    (rc = kinet_mr_reg(s->ctx, s->buf, BUF_LEN, MP_ACC_ALL, &s->mr)))
+	    (rc = kinet_mr_reg(s->ctx, s->buf, BUF_LEN, KT_ACC_ALL, &s->mr)))
 		return rc;
 	for (int i = 0; i < 2; i++) {
 		if ((rc = kinet_cq_create(s->ctx, &cqa, &s->cq[i])))
@@ -181,7 +181,7 @@ KT_TEST(peer_killed_mid_write)
 	KT_CHECK_EQ(waitpid(pid, &status, 0), pid);
 	KT_CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 
-	uint64_t t0 = mp_now_ms();
+	uint64_t t0 = kt_now_ms();
 	int errors = 0;
 	for (int i = 0; i < NBIG; i++) {
 		KT_OK(poll_one(s.cq[0], &wc, 5000));
@@ -193,7 +193,7 @@ KT_TEST(peer_killed_mid_write)
 		errors += wc.status != 0;
 	}
 	KT_CHECK(errors > 0);
-	KT_CHECK(mp_now_ms() - t0 < 4 * TIMEOUT_MS);
+	KT_CHECK(kt_now_ms() - t0 < 4 * TIMEOUT_MS);
 	KT_CHECK_EQ(kinet_qp_get_state(s.qp[0]), KINET_QPS_ERR);
 	KT_OK(kinet_ctx_close(s.ctx));
 	free(s.buf);
@@ -255,9 +255,9 @@ KT_TEST(peer_killed)
 	KT_CHECK_EQ(waitpid(pid, &status, 0), pid);
 	KT_CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 
-	uint64_t t0 = mp_now_ms();
+	uint64_t t0 = kt_now_ms();
 	KT_OK(poll_one(s.cq[0], &wc, 3000));
-	uint64_t dt = mp_now_ms() - t0;
+	uint64_t dt = kt_now_ms() - t0;
 	KT_CHECK_EQ(wc.wr_id, 2);
 	KT_CHECK_EQ(wc.status, KINET_SYND_TRANSPORT_RETRY_EXC_ERR);
 	KT_CHECK_EQ(wc.vendor_err, 0xf3); /* KINET_VENDOR_SYND_PEER_DEAD */
@@ -268,10 +268,10 @@ KT_TEST(peer_killed)
 
 	/* Later operations on the other QP to the dead peer fail too. */
 	wr.wr_id = 4;
-	t0 = mp_now_ms();
+	t0 = kt_now_ms();
 	KT_OK(kinet_qp_post_send(s.qp[1], &wr, 1, NULL));
 	KT_OK(poll_one(s.cq[1], &wc, 3000));
-	KT_CHECK(mp_now_ms() - t0 < 2 * TIMEOUT_MS);
+	KT_CHECK(kt_now_ms() - t0 < 2 * TIMEOUT_MS);
 	KT_CHECK_EQ(wc.status, KINET_SYND_TRANSPORT_RETRY_EXC_ERR);
 
 	KT_OK(kinet_ctx_close(s.ctx));
