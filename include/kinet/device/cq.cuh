@@ -23,7 +23,7 @@
 
 /* kinet_dev_cq_consume publishes the consumer index once it has moved by
  * depth / KINET_DEV_CQ_PUBLISH_DIV (at least 1) since the last publication.
- * Must be >= 2 for the no-overrun argument (docs/DEVICE_API.md). */
+ * Must be >= 2 for the no-overrun argument (docs/device-api/performance.md). */
 #ifndef KINET_DEV_CQ_PUBLISH_DIV
 #define KINET_DEV_CQ_PUBLISH_DIV 4u
 #endif
@@ -196,7 +196,7 @@ KINET_DEV_FN uint64_t kinet_devi_cq_publish_step(const struct kinet_dev_cq *cq)
  * exported QP: CQ depth > queue depth, both powers of two, and a queue slot
  * is reused only after its CQE is consumed), the engine sees at most
  * depth / 2 - 1 + step - 1 < depth - 1 in use: it never overruns.  See
- * docs/DEVICE_API.md, "Performance notes". */
+ * docs/device-api/performance.md. */
 KINET_DEV_FN void kinet_dev_cq_consume(struct kinet_dev_cq *cq, uint64_t next_ci)
 {
 	kinet_devi_store_relaxed_u64(&cq->ci, next_ci);

@@ -46,7 +46,7 @@ struct kinet_dev_cq {
 	uint32_t cqn;	    /* kinet_cq_num(): what WAIT WQEs name */
 	/* Added by the device API (zero at export is right: it only makes the
 	 * first publication come early).  The consumer index last written to
-	 * dbrec; kinet_dev_cq_consume publishes lazily (docs/DEVICE_API.md). */
+	 * dbrec; kinet_dev_cq_consume publishes lazily (docs/device-api/performance.md). */
 	uint64_t ci_published;
 	/* The NIC's completion word (KINET_COMP_* below; host memory), or
 	 * NULL; comp_data is the KINET_COMP_DATA count the high-level poller
