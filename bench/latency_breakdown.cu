@@ -190,7 +190,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < PR_N; i++)
 		printf("  %-40s %8.3f us\n", pr[i], out[i] / 2000.0 / 1000.0);
 
-	struct kinet_cq_attr cqa = {.depth = 1024, .flags = 0};
+	struct kinet_cq_attr cqa = {.size = sizeof(struct kinet_cq_attr), .depth = 1024, .flags = 0};
 	struct kinet_cq *cq[2];
 	struct kinet_qp *qp[2];
 	struct kinet_qp_attr qa;
@@ -207,7 +207,7 @@ int main(int argc, char **argv)
 			     : !strcmp(share, "cta") ? KINET_SHARE_CTA
 						     : KINET_SHARE_EXCLUSIVE;
 		CHECK(kinet_qp_create(ctx, &qa, &qp[s]));
-		CHECK(kinet_qp_info(qp[s], &info[s]));
+		CHECK(kinet_qp_pack(qp[s], &info[s]));
 	}
 	CHECK(kinet_qp_connect(qp[0], &info[1]));
 	CHECK(kinet_qp_connect(qp[1], &info[0]));

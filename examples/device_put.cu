@@ -32,7 +32,7 @@ struct job {
 	struct kinet_dev_qp *qp; /* from kinet_qp_export */
 	uint8_t *mine, *peer;	 /* device-usable addresses of the two buffers */
 	uint32_t lkey, rkey;
-	int status; /* written by the kernel: 0 or a positive errno */
+	int status; /* written by the kernel: 0 or a negative errno */
 };
 
 /* The device code: the same source for the GPU and for CPU threads. */
@@ -121,7 +121,7 @@ int main(void)
 	for (int s = 0; s < 2; s++) {
 		/* An exported QP needs its own send CQ, deeper than its send
 		 * queue (device code signals every WQE). */
-		struct kinet_cq_attr qa = {.depth = 64, .flags = 0};
+		struct kinet_cq_attr qa = {.size = sizeof(struct kinet_cq_attr), .depth = 64, .flags = 0};
 		struct kinet_qp_attr attr;
 
 		if ((rc = kinet_cq_create(ctx, &qa, &cq[s])))
@@ -129,7 +129,7 @@ int main(void)
 		kinet_qp_attr_init(&attr);
 		attr.send_cq = cq[s];
 		attr.sq_depth = 32;
-		if ((rc = kinet_qp_create(ctx, &attr, &qp[s])) || (rc = kinet_qp_info(qp[s], &info[s])))
+		if ((rc = kinet_qp_create(ctx, &attr, &qp[s])) || (rc = kinet_qp_pack(qp[s], &info[s])))
 			return fail("creating a QP", rc);
 		buf[s] = (uint8_t *)dev_alloc(BUF_BYTES);
 		if (!buf[s])
@@ -180,7 +180,7 @@ int main(void)
 	if (host_job.status) {
 		struct kinet_error err;
 
-		/* Device statuses are positive errnos; EIO means an error
+		/* Device statuses are negative errnos; -EIO means an error
 		 * completion, whose syndrome the context kept. */
 		fprintf(stderr, "device_put: the kernel failed: %s\n", kinet_strerror(host_job.status));
 		if (!kinet_ctx_last_error(ctx, &err) && err.status)

@@ -76,7 +76,7 @@ int main(void)
 		kinet_qp_attr_init(&attr);
 		attr.send_cq = cq[s];
 		attr.sq_depth = 16;
-		if ((rc = kinet_qp_create(ctx, &attr, &qp[s])) || (rc = kinet_qp_info(qp[s], &qinfo[s])))
+		if ((rc = kinet_qp_create(ctx, &attr, &qp[s])) || (rc = kinet_qp_pack(qp[s], &qinfo[s])))
 			return fail("creating a QP", rc);
 	}
 	for (int s = 0; s < 2; s++)
@@ -99,8 +99,8 @@ int main(void)
 	wr[1] = wr[0];
 	wr[1].wr_id = 2;
 	wr[1].opcode = KINET_WR_RDMA_READ;
-	if ((rc = kinet_post_send(qp[0], wr, 2, NULL)))
-		return fail("kinet_post_send", rc);
+	if ((rc = kinet_qp_post_send(qp[0], wr, 2, NULL)))
+		return fail("kinet_qp_post_send", rc);
 	for (int i = 0; i < 2; i++) {
 		if ((rc = next_completion(cq[0], &wc)))
 			return fail("kinet_cq_poll", rc);
@@ -109,8 +109,8 @@ int main(void)
 		seen += wc.status == (i == 0 ? KINET_SYND_REMOTE_ACCESS_ERR : KINET_SYND_WR_FLUSH_ERR);
 	}
 	printf("QP %u is %s\n", kinet_qp_num(qp[0]),
-	       kinet_qp_state(qp[0]) == KINET_QPS_ERR ? "in error" : "fine");
-	seen += kinet_qp_state(qp[0]) == KINET_QPS_ERR;
+	       kinet_qp_get_state(qp[0]) == KINET_QPS_ERR ? "in error" : "fine");
+	seen += kinet_qp_get_state(qp[0]) == KINET_QPS_ERR;
 
 	/* The context kept the first error. */
 	if ((rc = kinet_ctx_last_error(ctx, &err)))

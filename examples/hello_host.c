@@ -58,9 +58,9 @@ static int wait_completion(struct kinet_cq *cq, uint64_t wr_id)
 /* One work request on qp, signaled, then its completion. */
 static int run(struct kinet_qp *qp, struct kinet_cq *cq, struct kinet_send_wr *wr)
 {
-	int rc = kinet_post_send(qp, wr, 1, NULL);
+	int rc = kinet_qp_post_send(qp, wr, 1, NULL);
 
-	return rc ? fail("kinet_post_send", rc) : wait_completion(cq, wr->wr_id);
+	return rc ? fail("kinet_qp_post_send", rc) : wait_completion(cq, wr->wr_id);
 }
 
 int main(void)
@@ -107,8 +107,8 @@ int main(void)
 			return fail("kinet_mr_reg", rc);
 
 		/* 4. What a peer needs to connect: exchanged out of band. */
-		if ((rc = kinet_qp_info(qp[s], &qinfo[s])))
-			return fail("kinet_qp_info", rc);
+		if ((rc = kinet_qp_pack(qp[s], &qinfo[s])))
+			return fail("kinet_qp_pack", rc);
 	}
 	/* 5. Connect each QP to the other's info (RESET -> RTS). */
 	for (int s = 0; s < 2; s++)

@@ -111,8 +111,8 @@ int main(void)
 					   .remote_addr = all[peer].addr + (uint64_t)rank * sizeof(*slots),
 					   .rkey = all[peer].rkey};
 
-		if ((rc = kinet_post_send(kinet_mesh_qp(mesh, peer, 0), &wr, 1, NULL)))
-			return fail("kinet_post_send", rc);
+		if ((rc = kinet_qp_post_send(kinet_mesh_qp(mesh, peer, 0), &wr, 1, NULL)))
+			return fail("kinet_qp_post_send", rc);
 		if (wait_write(kinet_mesh_send_cq(mesh, peer, 0)))
 			return 1;
 	}

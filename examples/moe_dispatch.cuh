@@ -100,7 +100,7 @@ KINET_DEV_FN void moe_dispatch_block(const struct moe_args *a)
 			failed = 1;
 	moe_sync();
 	if (failed) {
-		MOE_TRY(a, ETIMEDOUT);
+		MOE_TRY(a, -ETIMEDOUT);
 		return;
 	}
 	for (int col = (int)MOE_TID; col < cols; col += (int)MOE_NTHREADS) {

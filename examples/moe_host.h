@@ -298,14 +298,14 @@ static inline int moe_job_sync(struct moe_job *j)
 #endif
 }
 
-/* The kernels' statuses: 0, or the first failing one (negated). */
+/* The kernels' statuses: 0, or the first failing one (a negative errno). */
 static inline int moe_job_status(struct moe_job *j)
 {
 	if (moe_copy(j->h_status, j->args.status, j->blocks * sizeof(int), 0))
 		return -EIO;
 	for (unsigned b = 0; b < j->blocks; b++)
 		if (j->h_status[b])
-			return -j->h_status[b];
+			return j->h_status[b];
 	return 0;
 }
 

@@ -42,7 +42,7 @@ struct pingpong_args {
 	uint32_t key[2];
 	int iters;
 	uint64_t *rtt_ns; /* iters entries, written by side 0 */
-	int *status;	  /* per side: 0, or a kinet_dev status, or -1 for bad data */
+	int *status;	  /* per side: 0, a kinet_dev status (negative errno), or 1 for bad data */
 };
 
 KINET_DEV_FN void pingpong_side(const struct pingpong_args *a, unsigned side)
@@ -63,7 +63,7 @@ KINET_DEV_FN void pingpong_side(const struct pingpong_args *a, unsigned side)
 			/* wait for ping i, check it, answer */
 			st = kinet_dev_signal_wait_until(qp, sig, KINET_DEV_CMP_GE, (uint64_t)i + 1, NULL);
 			if (!st && *in != 0x1000000ull + (uint64_t)i)
-				st = -1;
+				st = 1;
 		}
 		if (!st) {
 			/* The message store, then put_signal: its doorbell's release
@@ -76,7 +76,7 @@ KINET_DEV_FN void pingpong_side(const struct pingpong_args *a, unsigned side)
 			/* wait for pong i */
 			st = kinet_dev_signal_wait_until(qp, sig, KINET_DEV_CMP_GE, (uint64_t)i + 1, NULL);
 			if (!st && *in != 0x2000000ull + (uint64_t)i)
-				st = -1;
+				st = 1;
 			a->rtt_ns[i] = kinet_dev_now_ns() - t0;
 		}
 	}
@@ -203,7 +203,7 @@ int main(int argc, char **argv)
 	CHECK(kinet_ctx_open(&cattr, &ctx));
 
 	for (int s = 0; s < 2; s++) {
-		struct kinet_cq_attr qa = {.depth = 0, .flags = 0};
+		struct kinet_cq_attr qa = {.size = sizeof(struct kinet_cq_attr), .depth = 0, .flags = 0};
 		struct kinet_qp_attr attr;
 		qa.depth = 256;
 		CHECK(kinet_cq_create(ctx, &qa, &cq[s]));
@@ -224,7 +224,7 @@ int main(int argc, char **argv)
 				   KINET_ACCESS_LOCAL_WRITE | KINET_ACCESS_REMOTE_WRITE |
 					   KINET_ACCESS_REMOTE_ATOMIC,
 				   &mr[s]));
-		CHECK(kinet_qp_info(qp[s], &info[s]));
+		CHECK(kinet_qp_pack(qp[s], &info[s]));
 	}
 	for (int s = 0; s < 2; s++) {
 		CHECK(kinet_qp_connect(qp[s], &info[1 - s]));
@@ -273,7 +273,7 @@ int main(int argc, char **argv)
 			struct kinet_error err;
 			ok = 0;
 			fprintf(stderr, "put_signal_pingpong: side %d failed: %s\n", s,
-				status[s] == -1 ? "wrong data" : kinet_strerror(status[s]));
+				status[s] == 1 ? "wrong data" : kinet_strerror(status[s]));
 			if (!kinet_ctx_last_error(ctx, &err) && err.status)
 				fprintf(stderr, "  context error: %s, QP %u: %s\n",
 					kinet_strerror(err.status), err.qpn,

@@ -2,9 +2,9 @@
 # Lists the public functions of the installed headers (include/kinet/) that
 # no reference page documents, and exits 1 when there is one.  A function
 # counts as documented when its name appears in docs/api/*.md or, for the
-# device API, in docs/DEVICE_API.md.  Names matching a pattern of
-# docs/api/internal.txt are the device API's implementation helpers, not
-# part of the API.
+# device API, in docs/DEVICE_API.md or its pages (docs/device-api/).  Names
+# matching a pattern of docs/api/internal.txt are the device API's
+# implementation, not part of the API.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 1
@@ -24,7 +24,7 @@ find include/kinet -type f -name '*.cuh' -print | sort | xargs sed -n -E \
 	sort -u >>"$TMP/functions"
 sort -u -o "$TMP/functions" "$TMP/functions"
 grep -v '^#' docs/api/internal.txt | grep -v '^$' >"$TMP/internal"
-cat docs/api/*.md docs/DEVICE_API.md | grep -o 'kinet_[a-z0-9_]*' | sort -u >"$TMP/documented"
+cat docs/api/*.md docs/DEVICE_API.md docs/device-api/*.md | grep -o 'kinet_[a-z0-9_]*' | sort -u >"$TMP/documented"
 
 missing=0 n=0
 while read -r f; do

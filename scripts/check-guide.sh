@@ -1,10 +1,11 @@
 #!/bin/sh
-# Checks that every code block of docs/GUIDE.md is a real file under
-# examples/, word for word: each fence names its file after the language
-# ("```c examples/hello_host.c") and holds that file's whole text.  CI
-# builds and runs those files (examples/CMakeLists.txt, tests/install/).
-# Exits 0 when all match, 1 listing what does not.
-#   scripts/check-guide.sh [GUIDE]
+# Checks that every code block of the guide (docs/GUIDE.md and its pages,
+# docs/guide/*.md) is a real file under examples/, word for word: each
+# fence names its file after the language ("```c examples/hello_host.c") and
+# holds that file's whole text.  CI builds and runs those files
+# (examples/CMakeLists.txt, tests/install/).  Exits 0 when all match, 1
+# listing what does not.
+#   scripts/check-guide.sh [PAGE...]
 #   scripts/check-guide.sh --fix   copies each named file into its block
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -12,7 +13,7 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
 if [ "${1:-}" = "--fix" ]; then
-	GUIDE=$ROOT/docs/GUIDE.md
+	for GUIDE in "$ROOT"/docs/GUIDE.md "$ROOT"/docs/guide/*.md; do
 	awk -v root="$ROOT" '
 		/^```/ && !inside { inside = 1; print; split($0, w, " "); copy = w[2] !~ /^examples\//
 			if (!copy) { f = root "/" w[2]; while ((getline line < f) > 0) print line; close(f) }
@@ -20,9 +21,14 @@ if [ "${1:-}" = "--fix" ]; then
 		/^```/ && inside { inside = 0; print; next }
 		!inside || copy { print }
 	' "$GUIDE" >"$TMP/guide" && cat "$TMP/guide" >"$GUIDE"
+	done
 	exit
 fi
-GUIDE=${1:-$ROOT/docs/GUIDE.md}
+[ $# -eq 0 ] && set -- "$ROOT"/docs/GUIDE.md "$ROOT"/docs/guide/*.md
+
+failed=0 n=0
+for GUIDE in "$@"; do
+rm -f "$TMP"/*.name "$TMP"/*.text
 
 # Splits the guide: $TMP/N.name holds block N's file name, $TMP/N.text its
 # lines; an unterminated block is reported by its opening line.
@@ -34,7 +40,6 @@ awk -v dir="$TMP" '
 	END { if (inside) { print "unterminated code block at line " start; exit 1 } }
 ' "$GUIDE" || exit 1
 
-failed=0 n=0
 for name_file in "$TMP"/*.name; do
 	[ -e "$name_file" ] || break
 	n=$((n + 1))
@@ -43,23 +48,24 @@ for name_file in "$TMP"/*.name; do
 	case "$name" in
 	examples/*) ;;
 	*)
-		echo "code block $(basename "$block") names no file under examples/ (\"$name\")"
+		echo "$(basename "$GUIDE"), code block $(basename "$block") names no file under examples/ (\"$name\")"
 		failed=1
 		continue
 		;;
 	esac
 	if [ ! -f "$ROOT/$name" ]; then
-		echo "code block $(basename "$block"): $name does not exist"
+		echo "$(basename "$GUIDE"), code block $(basename "$block"): $name does not exist"
 		failed=1
 	elif ! cmp -s "$block.text" "$ROOT/$name"; then
-		echo "code block $(basename "$block") differs from $name:"
+		echo "$(basename "$GUIDE"), code block $(basename "$block") differs from $name:"
 		diff "$ROOT/$name" "$block.text" | head -10 | sed 's/^/    /'
 		failed=1
 	fi
 done
+done
 if [ "$n" -eq 0 ]; then
-	echo "no code blocks in $GUIDE"
+	echo "no code blocks in $*"
 	exit 1
 fi
-[ "$failed" -eq 0 ] && echo "$GUIDE: $n code blocks, each a file under examples/"
+[ "$failed" -eq 0 ] && echo "the guide ($# pages): $n code blocks, each a file under examples/"
 exit $failed

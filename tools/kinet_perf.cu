@@ -7,7 +7,7 @@
  *              [--lat|--bw|--rate|--mode iter] [-s SIZE]... [--initiator gpu|cpu|both] [--json] ...
  *
  * Each measured point is run by device code (GPU-initiated: a kernel posts
- * and waits) and/or by the host (CPU-initiated: kinet_post_send and
+ * and waits) and/or by the host (CPU-initiated: kinet_qp_post_send and
  * kinet_cq_poll on the same kind of QP), beside the floors of the same run.
  * Built with CUDA it runs kernels; built as C under KINET_HOST_EMU (or
  * started without a GPU, when it hands over to kinet-perf-emu) the device

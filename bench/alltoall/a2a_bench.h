@@ -28,7 +28,7 @@ static int a2a_round(struct bench *b, struct a2a_arg *a, unsigned blocks, unsign
 	if (!rc && bench_copy(st, a->status, blocks * sizeof(int), 0))
 		rc = -EIO;
 	for (unsigned i = 0; i < blocks && !rc; i++)
-		rc = -st[i];
+		rc = st[i]; /* a device status: 0 or a negative errno */
 	return rc;
 }
 

@@ -27,6 +27,7 @@
 #define KINET_BOOT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "kinet/api.h"
 
@@ -37,11 +38,12 @@ extern "C" {
 struct kinet_boot;
 
 struct kinet_boot_attr {
+	uint32_t size;	  /* sizeof(struct kinet_boot_attr), or 0 (kinet_ctx(3), "Attributes") */
 	int timeout_ms;	  /* bound of every blocking step; 0: $KINET_BOOT_TIMEOUT_MS or 30000 */
 	const char *root; /* "host:port" of rank 0; NULL: $KINET_ROOT */
 };
 
-/* Fills attr with the defaults (timeout_ms 0, root NULL). */
+/* Fills attr with the defaults (its size, timeout_ms 0, root NULL). */
 KINET_API void kinet_boot_attr_init(struct kinet_boot_attr *attr);
 
 /*

@@ -27,7 +27,14 @@ struct kinet_dev_cq;
 
 /* ---- context --------------------------------------------------------- */
 
+/* Attribute structs (kinet_ctx_attr, kinet_cq_attr, kinet_qp_attr, and
+ * kinet_mesh_attr, kinet_boot_attr, kinet_team_attr) start with their size, so they can gain
+ * fields: start from kinet_<object>_attr_init(), which sets it; or zero the
+ * struct (size 0 means the layout of this header) and set what you need,
+ * knowing what zero means for each field.  Fields the library does not know
+ * must be zero.  docs/api/kinet_ctx.3.md, "Attributes". */
 struct kinet_ctx_attr {
+	uint32_t size;	      /* sizeof(struct kinet_ctx_attr), or 0 */
 	const char *provider; /* "auto", "soft", "mlx5"; NULL: $KINET_PROVIDER or auto */
 	int engine_threads;   /* software NIC threads; 0: $KINET_ENGINE_THREADS or 1 */
 	int cuda_device;      /* CUDA device for GPU memory and export, or: */
@@ -39,8 +46,9 @@ struct kinet_ctx_attr {
  * running the device API on CPU threads (KINET_HOST_EMU) need. */
 #define KINET_CUDA_DEVICE_NONE (-2)
 
-/* Fills attr with the defaults (provider NULL, 0 engine threads,
- * KINET_CUDA_DEVICE_AUTO). */
+/* Fills attr with the defaults (its size, provider NULL, 0 engine threads,
+ * KINET_CUDA_DEVICE_AUTO).  A zeroed attr differs in one field: cuda_device 0
+ * is the first CUDA device, whether or not it is usable. */
 KINET_API void kinet_ctx_attr_init(struct kinet_ctx_attr *attr);
 KINET_API int kinet_ctx_open(const struct kinet_ctx_attr *attr, struct kinet_ctx **ctx);
 /* Stops the engine (also with work in flight) and frees everything the
@@ -171,9 +179,13 @@ enum kinet_cq_flags {
 };
 
 struct kinet_cq_attr {
+	uint32_t size;	/* sizeof(struct kinet_cq_attr), or 0 */
 	uint32_t depth; /* CQEs, rounded up to a power of two */
 	uint32_t flags; /* enum kinet_cq_flags */
 };
+/* Fills attr with the defaults: its size, 512 CQEs (a send CQ for a QP of
+ * the default 256 send basic blocks, exported), no flags. */
+KINET_API void kinet_cq_attr_init(struct kinet_cq_attr *attr);
 KINET_API int kinet_cq_create(struct kinet_ctx *ctx, const struct kinet_cq_attr *attr, struct kinet_cq **cq);
 KINET_API int kinet_cq_destroy(struct kinet_cq *cq);
 KINET_API uint32_t kinet_cq_depth(const struct kinet_cq *cq);
@@ -241,6 +253,7 @@ enum kinet_qp_state {
 };
 
 struct kinet_qp_attr {
+	uint32_t size; /* sizeof(struct kinet_qp_attr), or 0 */
 	struct kinet_cq *send_cq;
 	struct kinet_cq *recv_cq; /* may equal send_cq; NULL: no receive queue */
 	uint32_t sq_depth;	  /* basic blocks, rounded up to a power of two */
@@ -265,7 +278,7 @@ struct kinet_qp_info {
 
 KINET_API int kinet_qp_create(struct kinet_ctx *ctx, const struct kinet_qp_attr *attr, struct kinet_qp **qp);
 KINET_API int kinet_qp_destroy(struct kinet_qp *qp);
-KINET_API int kinet_qp_info(const struct kinet_qp *qp, struct kinet_qp_info *info);
+KINET_API int kinet_qp_pack(const struct kinet_qp *qp, struct kinet_qp_info *info);
 /* RESET -> INIT -> RTR -> RTS against the remote QP. */
 KINET_API int kinet_qp_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote);
 /* Moves the QP to the error state: outstanding work is flushed. */
@@ -280,9 +293,9 @@ enum kinet_qp_path {
 	KINET_QP_PATH_ENGINE = 0,
 	KINET_QP_PATH_PEER = 1,
 };
-KINET_API enum kinet_qp_path kinet_qp_path(const struct kinet_qp *qp);
+KINET_API enum kinet_qp_path kinet_qp_get_path(const struct kinet_qp *qp);
 KINET_API const char *kinet_qp_path_name(enum kinet_qp_path path);
-KINET_API enum kinet_qp_state kinet_qp_state(const struct kinet_qp *qp);
+KINET_API enum kinet_qp_state kinet_qp_get_state(const struct kinet_qp *qp);
 KINET_API enum kinet_db_mode kinet_qp_db_mode(const struct kinet_qp *qp);
 
 /* ---- CPU-side posting (the same WQEs the GPU writes) ------------------ */
@@ -333,12 +346,12 @@ struct kinet_recv_wr {
 /* Writes count WQEs and rings the doorbell once, per the QP's mode.
  * On failure nothing of the failing request is posted and *bad (if not NULL)
  * is its index; the requests before it are posted and rung. */
-KINET_API int kinet_post_send(struct kinet_qp *qp, const struct kinet_send_wr *wr, int count, int *bad);
-KINET_API int kinet_post_recv(struct kinet_qp *qp, const struct kinet_recv_wr *wr, int count, int *bad);
+KINET_API int kinet_qp_post_send(struct kinet_qp *qp, const struct kinet_send_wr *wr, int count, int *bad);
+KINET_API int kinet_qp_post_recv(struct kinet_qp *qp, const struct kinet_recv_wr *wr, int count, int *bad);
 /* Posts a WQE built by the caller (nbb basic blocks, its index field is
  * overwritten with the slot's) and rings the doorbell.  For custom WQEs and
  * for testing the engine's checks on malformed ones. */
-KINET_API int kinet_post_wqe(struct kinet_qp *qp, const void *wqe, uint32_t nbb, uint64_t wr_id);
+KINET_API int kinet_qp_post_wqe(struct kinet_qp *qp, const void *wqe, uint32_t nbb, uint64_t wr_id);
 
 /* ---- export to the device API ---------------------------------------- */
 

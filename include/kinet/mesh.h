@@ -19,6 +19,7 @@ extern "C" {
 struct kinet_mesh;
 
 struct kinet_mesh_attr {
+	uint32_t size;		 /* sizeof(struct kinet_mesh_attr), or 0 (kinet_ctx(3), "Attributes") */
 	int qps_per_peer;	 /* QPs to each rank (itself included); >= 1 */
 	struct kinet_qp_attr qp; /* template; send_cq/recv_cq are ignored */
 	uint32_t cq_depth;	 /* CQEs of each CQ; 0: twice sq_depth (send), rq_depth (recv) */

@@ -32,6 +32,7 @@ struct kinet_team;
 struct kinet_dev_team;
 
 struct kinet_team_attr {
+	uint32_t size;	   /* sizeof(struct kinet_team_attr), or 0 (kinet_ctx(3), "Attributes") */
 	size_t heap_bytes; /* symmetric heap of every rank, > 0 */
 	uint32_t slots;	   /* signal slots (words per peer); 0: 16 */
 	uint32_t lanes;	   /* barrier lanes (groups that may be in barriers at once); 0: 8 */
@@ -39,7 +40,7 @@ struct kinet_team_attr {
 	int map_peers;	   /* 1 (default): reach mapped peers with stores; 0: always the QPs */
 };
 
-/* Fills attr with the defaults: heap_bytes 0 (must be set), 16 slots, 8
+/* Fills attr with the defaults: its size, heap_bytes 0 (must be set), 16 slots, 8
  * lanes, QP index 0, mapped peers on. */
 KINET_API void kinet_team_attr_init(struct kinet_team_attr *attr);
 

@@ -12,8 +12,10 @@
 
 void kinet_boot_attr_init(struct kinet_boot_attr *attr)
 {
-	if (attr)
-		memset(attr, 0, sizeof(*attr));
+	if (!attr)
+		return;
+	memset(attr, 0, sizeof(*attr));
+	attr->size = sizeof(*attr);
 }
 
 int boot_default_timeout(void)
@@ -106,12 +108,18 @@ static uint64_t env_magic(const struct sockaddr_in *sa, int nranks)
 int kinet_boot_init(const struct kinet_boot_attr *attr, struct kinet_boot **boot)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET};
+	struct kinet_boot_attr a;
 	const char *source = NULL, *root;
 	int rank, nranks, timeout_ms, rc;
 
 	if (!boot)
 		return KINET_EINVAL("boot", "NULL");
 	*boot = NULL;
+	if (attr) {
+		if ((rc = kinet_attr_read("attr", attr, sizeof(a), &a)))
+			return rc;
+		attr = &a;
+	}
 	if (attr && attr->timeout_ms < 0)
 		return KINET_EINVAL("attr->timeout_ms", "negative");
 	timeout_ms = attr && attr->timeout_ms ? attr->timeout_ms : boot_default_timeout();

@@ -32,6 +32,7 @@ void kinet_mesh_attr_init(struct kinet_mesh_attr *attr)
 	if (!attr)
 		return;
 	memset(attr, 0, sizeof(*attr));
+	attr->size = sizeof(*attr);
 	attr->qps_per_peer = 1;
 	kinet_qp_attr_init(&attr->qp);
 	attr->with_recv = 1;
@@ -77,7 +78,7 @@ int kinet_mesh_destroy(struct kinet_mesh *mesh)
 		mq_destroy(&mesh->q[i]);
 	for (int i = 0; i < mesh->qpp; i++)
 		if (mesh->export[i])
-			kinet_dev_free(mesh->ctx, mesh->export[i]);
+			kinet_cuda_free(mesh->ctx, mesh->export[i]);
 	free(mesh->q);
 	free(mesh->export);
 	free(mesh);
@@ -94,7 +95,7 @@ static int mesh_connect(struct kinet_mesh *m, const struct kinet_mesh_attr *a, s
 	for (size_t k = 0; !ret && k < per_rank; k++)
 		ret = mq_create(m->ctx, a, &m->q[k]);
 	for (size_t k = 0; !ret && k < per_rank; k++)
-		ret = kinet_qp_info(m->q[k].qp, &mine[k]);
+		ret = kinet_qp_pack(m->q[k].qp, &mine[k]);
 	if (!ret)
 		ret = kinet_boot_allgather(boot, mine, all, per_rank * sizeof(*mine));
 	for (int p = 0; !ret && p < m->size; p++) {
@@ -112,7 +113,7 @@ static int mesh_connect(struct kinet_mesh *m, const struct kinet_mesh_attr *a, s
 int kinet_mesh_create(struct kinet_ctx *ctx, struct kinet_boot *boot, const struct kinet_mesh_attr *attr,
 		      struct kinet_mesh **out)
 {
-	struct kinet_mesh_attr dflt;
+	struct kinet_mesh_attr a;
 	struct kinet_mesh *m;
 	int ret;
 
@@ -123,10 +124,11 @@ int kinet_mesh_create(struct kinet_ctx *ctx, struct kinet_boot *boot, const stru
 		return KINET_EINVAL("ctx", "NULL");
 	if (!boot)
 		return KINET_EINVAL("boot", "NULL");
-	if (!attr) {
-		kinet_mesh_attr_init(&dflt);
-		attr = &dflt;
-	}
+	if (!attr)
+		kinet_mesh_attr_init(&a);
+	else if ((ret = kinet_attr_read("attr", attr, sizeof(a), &a)))
+		return ret;
+	attr = &a;
 	if (attr->qps_per_peer < 1 || attr->qps_per_peer > 1024)
 		return KINET_EINVAL("attr->qps_per_peer", "must be 1..1024");
 	m = calloc(1, sizeof(*m));
@@ -209,11 +211,11 @@ int kinet_mesh_export(struct kinet_mesh *mesh, int index, struct kinet_dev_qp **
 		return -ENOMEM;
 	for (int p = 0; !ret && p < mesh->size; p++)
 		ret = kinet_qp_export(kinet_mesh_qp(mesh, p, index), &host[p]);
-	dev = ret ? NULL : kinet_dev_alloc(mesh->ctx, (size_t)mesh->size * sizeof(*dev));
+	dev = ret ? NULL : kinet_cuda_alloc(mesh->ctx, (size_t)mesh->size * sizeof(*dev));
 	if (!ret && !dev)
 		ret = -ENOMEM;
-	if (!ret && (ret = kinet_dev_copy_in(mesh->ctx, dev, host, (size_t)mesh->size * sizeof(*dev))))
-		kinet_dev_free(mesh->ctx, dev);
+	if (!ret && (ret = kinet_cuda_copy_in(mesh->ctx, dev, host, (size_t)mesh->size * sizeof(*dev))))
+		kinet_cuda_free(mesh->ctx, dev);
 	free(host);
 	if (ret)
 		return ret;

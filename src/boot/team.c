@@ -42,6 +42,7 @@ void kinet_team_attr_init(struct kinet_team_attr *attr)
 	if (!attr)
 		return;
 	memset(attr, 0, sizeof(*attr));
+	attr->size = sizeof(*attr);
 	attr->slots = 16;
 	attr->lanes = 8;
 	attr->map_peers = 1;
@@ -50,13 +51,13 @@ void kinet_team_attr_init(struct kinet_team_attr *attr)
 static void team_free(struct kinet_team *t)
 {
 	if (t->dev)
-		kinet_dev_free(t->ctx, t->dev);
+		kinet_cuda_free(t->ctx, t->dev);
 	if (t->dev_peers)
-		kinet_dev_free(t->ctx, t->dev_peers);
+		kinet_cuda_free(t->ctx, t->dev_peers);
 	if (t->mr)
 		kinet_mr_dereg(t->mr);
 	if (t->region)
-		kinet_dev_free(t->ctx, t->region);
+		kinet_cuda_free(t->ctx, t->region);
 	free(t->peers);
 	free(t);
 }
@@ -153,8 +154,8 @@ static int team_export_dev(struct kinet_team *t)
 	size_t pbytes = (size_t)t->size * sizeof(*t->peers);
 	int ret;
 
-	t->dev_peers = kinet_dev_alloc(t->ctx, pbytes);
-	t->dev = kinet_dev_alloc(t->ctx, sizeof(*t->dev));
+	t->dev_peers = kinet_cuda_alloc(t->ctx, pbytes);
+	t->dev = kinet_cuda_alloc(t->ctx, sizeof(*t->dev));
 	if (!t->dev_peers || !t->dev)
 		return -ENOMEM;
 	t->host.base = t->region;
@@ -162,15 +163,16 @@ static int team_export_dev(struct kinet_team *t)
 	t->host.barrier_epoch = (uint64_t *)(void *)(t->region + ((uint64_t)t->host.slots + t->host.lanes) *
 									 (uint64_t)t->size * 8);
 	t->host.peer = t->dev_peers;
-	ret = kinet_dev_copy_in(t->ctx, t->dev_peers, t->peers, pbytes);
+	ret = kinet_cuda_copy_in(t->ctx, t->dev_peers, t->peers, pbytes);
 	if (!ret)
-		ret = kinet_dev_copy_in(t->ctx, t->dev, &t->host, sizeof(t->host));
+		ret = kinet_cuda_copy_in(t->ctx, t->dev, &t->host, sizeof(t->host));
 	return ret;
 }
 
 int kinet_team_create(struct kinet_boot *boot, struct kinet_mesh *mesh, const struct kinet_team_attr *attr,
 		      struct kinet_team **out)
 {
+	struct kinet_team_attr a;
 	struct kinet_team *t;
 	int ret;
 
@@ -179,6 +181,9 @@ int kinet_team_create(struct kinet_boot *boot, struct kinet_mesh *mesh, const st
 	*out = NULL;
 	if (!boot || !mesh || !attr)
 		return KINET_EINVAL(!boot ? "boot" : !mesh ? "mesh" : "attr", "NULL");
+	if ((ret = kinet_attr_read("attr", attr, sizeof(a), &a)))
+		return ret;
+	attr = &a;
 	ret = check_attr(mesh, attr);
 	if (ret)
 		return ret;
@@ -196,7 +201,7 @@ int kinet_team_create(struct kinet_boot *boot, struct kinet_mesh *mesh, const st
 	if (!ret) {
 		t->peers = calloc((size_t)t->size, sizeof(*t->peers));
 		/* Zeroed: signal words and epochs start at 0. */
-		t->region = kinet_dev_alloc(t->ctx, t->region_bytes);
+		t->region = kinet_cuda_alloc(t->ctx, t->region_bytes);
 		ret = t->peers && t->region ? 0 : -ENOMEM;
 	}
 	if (!ret)

@@ -37,6 +37,14 @@ void kinet_pollers_add(bool engine, int delta);
  * cores (says so once, at warn level). */
 bool kinet_pollers_oversubscribed(void);
 
+/* ---- attribute structs that can grow (attr.c) ---- */
+/* Copies the caller's attribute struct attr (name: for the log) into out,
+ * this library's layout of ours bytes, after checking its size field (the
+ * first, uint32_t): 0 (the caller's header has this layout), or a size of
+ * at least ours whose bytes past ours are zero (a newer header's fields
+ * left at their defaults).  0 or -EINVAL. */
+int kinet_attr_read(const char *name, const void *attr, size_t ours, void *out);
+
 /* ---- ThreadSanitizer ----
  * A happens-before edge TSan cannot see on its own: shared memory that two
  * parties map at different addresses (the node carrier's rings, also

@@ -21,8 +21,18 @@ static uint32_t log2_ceil(uint32_t v)
 	return l;
 }
 
+void kinet_cq_attr_init(struct kinet_cq_attr *attr)
+{
+	if (!attr)
+		return;
+	memset(attr, 0, sizeof(*attr));
+	attr->size = sizeof(*attr);
+	attr->depth = 512;
+}
+
 int kinet_cq_create(struct kinet_ctx *ctx, const struct kinet_cq_attr *attr, struct kinet_cq **out)
 {
+	struct kinet_cq_attr a;
 	struct kinet_cq *cq;
 	int ret;
 
@@ -33,6 +43,9 @@ int kinet_cq_create(struct kinet_ctx *ctx, const struct kinet_cq_attr *attr, str
 		return KINET_EINVAL("ctx", "NULL");
 	if (!attr)
 		return KINET_EINVAL("attr", "NULL");
+	if ((ret = kinet_attr_read("attr", attr, sizeof(a), &a)))
+		return ret;
+	attr = &a;
 	if (!attr->depth || attr->depth > CQ_MAX_DEPTH)
 		return KINET_EINVAL("attr->depth", "must be 1..65536");
 	if (attr->flags & ~(uint32_t)KINET_CQ_IGNORE_OVERRUN)
@@ -85,8 +98,8 @@ int kinet_cq_destroy(struct kinet_cq *cq)
 	}
 	pthread_mutex_unlock(&ctx->obj_lock);
 
-	kinet_dev_free(ctx, cq->dev);
-	kinet_dev_free(ctx, cq->gpunetio);
+	kinet_cuda_free(ctx, cq->dev);
+	kinet_cuda_free(ctx, cq->gpunetio);
 	ctx->ops->cq_destroy(cq);
 	pthread_mutex_destroy(&cq->lock);
 	pthread_mutex_destroy(&cq->poll_lock);

@@ -46,6 +46,7 @@ void kinet_ctx_attr_init(struct kinet_ctx_attr *attr)
 	if (!attr)
 		return;
 	memset(attr, 0, sizeof(*attr));
+	attr->size = sizeof(*attr);
 	attr->provider = NULL;
 	attr->engine_threads = 0;
 	attr->cuda_device = -1;
@@ -149,7 +150,7 @@ static void ctx_free(struct kinet_ctx *ctx)
 
 int kinet_ctx_open(const struct kinet_ctx_attr *attr, struct kinet_ctx **out)
 {
-	struct kinet_ctx_attr dflt;
+	struct kinet_ctx_attr a;
 	const struct kinet_provider_ops *ops;
 	struct kinet_ctx *ctx;
 	const char *provider, *provider_name;
@@ -159,10 +160,11 @@ int kinet_ctx_open(const struct kinet_ctx_attr *attr, struct kinet_ctx **out)
 	if (!out)
 		return KINET_EINVAL("ctx", "NULL");
 	*out = NULL;
-	if (!attr) {
-		kinet_ctx_attr_init(&dflt);
-		attr = &dflt;
-	}
+	if (!attr)
+		kinet_ctx_attr_init(&a);
+	else if ((ret = kinet_attr_read("attr", attr, sizeof(a), &a)))
+		return ret;
+	attr = &a;
 	if (attr->engine_threads < 0)
 		return KINET_EINVAL("attr->engine_threads", "negative");
 	if (attr->cuda_device < -2)

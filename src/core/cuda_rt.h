@@ -26,11 +26,11 @@ int kinet_cuda_select(int device); /* cudaSetDevice + context init; 0 or -ENODEV
 /* Memory type of ptr; *device is the CUDA device owning GPU memory. */
 enum kinet_mem_type kinet_cuda_mem_type(const void *ptr, int *device);
 /* Descriptor memory for export: GPU memory with CUDA, else kinet_host_alloc. */
-void *kinet_dev_alloc(struct kinet_ctx *ctx, size_t size);
-int kinet_dev_copy_in(struct kinet_ctx *ctx, void *dev, const void *src, size_t size);
+void *kinet_cuda_alloc(struct kinet_ctx *ctx, size_t size);
+int kinet_cuda_copy_in(struct kinet_ctx *ctx, void *dev, const void *src, size_t size);
 /* A descriptor filled on the host, copied to new descriptor memory (export.c). */
-int kinet_dev_export_copy(struct kinet_ctx *ctx, const void *d, size_t len, void **out);
-void kinet_dev_free(struct kinet_ctx *ctx, void *dev);
+int kinet_cuda_export_copy(struct kinet_ctx *ctx, const void *d, size_t len, void **out);
+void kinet_cuda_free(struct kinet_ctx *ctx, void *dev);
 /* 0 once device `from` can access device `to`'s memory (peer access
  * enabled), else -ENODEV (cuda.c). */
 int kinet_cuda_peer_access(int from, int to);

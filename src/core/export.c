@@ -22,16 +22,16 @@ _Static_assert(offsetof(struct kinet_dev_qp, sq_signal_every) ==
 /* Largest inline payload of a one-BB write WQE: ctrl, raddr, 4-byte header. */
 #define DEV_MAX_INLINE (KINET_WQE_BB_SIZE - 16 - 16 - 4)
 
-int kinet_dev_export_copy(struct kinet_ctx *ctx, const void *d, size_t len, void **out)
+int kinet_cuda_export_copy(struct kinet_ctx *ctx, const void *d, size_t len, void **out)
 {
-	void *dev = kinet_dev_alloc(ctx, len);
+	void *dev = kinet_cuda_alloc(ctx, len);
 	int ret;
 
 	if (!dev)
 		return -ENOMEM;
-	ret = kinet_dev_copy_in(ctx, dev, d, len);
+	ret = kinet_cuda_copy_in(ctx, dev, d, len);
 	if (ret) {
-		kinet_dev_free(ctx, dev);
+		kinet_cuda_free(ctx, dev);
 		return ret;
 	}
 	*out = dev;
@@ -70,7 +70,7 @@ static int cq_export(struct kinet_cq *cq)
 		ret = -EIO;
 		goto out;
 	}
-	ret = kinet_dev_export_copy(ctx, &d, sizeof(d), (void **)&dev);
+	ret = kinet_cuda_export_copy(ctx, &d, sizeof(d), (void **)&dev);
 	if (!ret)
 		cq->dev = dev;
 out:
@@ -265,14 +265,14 @@ int kinet_qp_export(struct kinet_qp *qp, struct kinet_dev_qp **dev_qp)
 		/* Posters of a shared QP mark their posts written here and one
 		 * of them rings for all (zeroed: no post marked yet). */
 		if (!qp->dev_marks)
-			qp->dev_marks = kinet_dev_alloc(ctx, (size_t)qp->sq_bbs * sizeof(uint64_t));
+			qp->dev_marks = kinet_cuda_alloc(ctx, (size_t)qp->sq_bbs * sizeof(uint64_t));
 		if (!qp->dev_marks) {
 			ret = -ENOMEM;
 			goto out;
 		}
 		d.sq_marks = qp->dev_marks;
 	}
-	ret = kinet_dev_export_copy(ctx, &d, sizeof(d), (void **)&dev);
+	ret = kinet_cuda_export_copy(ctx, &d, sizeof(d), (void **)&dev);
 	if (ret)
 		goto out;
 	qp->dev = dev;

@@ -45,7 +45,7 @@ int kinet_cq_export_gpunetio(struct kinet_cq *cq, struct kinet_gpunetio_cq **dev
 	if (!cq->gpunetio) {
 		ret = cq_fill(cq, cq->ci, &d);
 		if (!ret)
-			ret = kinet_dev_export_copy(cq->ctx, &d, sizeof(d), (void **)&cq->gpunetio);
+			ret = kinet_cuda_export_copy(cq->ctx, &d, sizeof(d), (void **)&cq->gpunetio);
 	}
 	*dev_cq = cq->gpunetio;
 	pthread_mutex_unlock(&cq->poll_lock);
@@ -139,7 +139,7 @@ int kinet_qp_export_gpunetio(struct kinet_qp *qp, struct kinet_gpunetio_qp **dev
 	if (!ret)
 		ret = qp_fill(qp, &d);
 	if (!ret)
-		ret = kinet_dev_export_copy(qp->ctx, &d, sizeof(d), (void **)&qp->gpunetio);
+		ret = kinet_cuda_export_copy(qp->ctx, &d, sizeof(d), (void **)&qp->gpunetio);
 	if (!ret)
 		qp->exported = true;
 out:

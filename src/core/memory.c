@@ -103,7 +103,7 @@ void *kinet_host_dev_ptr(struct kinet_ctx *ctx, void *ptr)
 	return ptr;
 }
 
-void *kinet_dev_alloc(struct kinet_ctx *ctx, size_t size)
+void *kinet_cuda_alloc(struct kinet_ctx *ctx, size_t size)
 {
 #ifdef KINET_HAVE_CUDA
 	if (ctx->cuda_device >= 0) {
@@ -135,7 +135,7 @@ void *kinet_dev_alloc(struct kinet_ctx *ctx, size_t size)
 	return kinet_host_alloc(ctx, size);
 }
 
-int kinet_dev_copy_in(struct kinet_ctx *ctx, void *dev, const void *src, size_t size)
+int kinet_cuda_copy_in(struct kinet_ctx *ctx, void *dev, const void *src, size_t size)
 {
 #ifdef KINET_HAVE_CUDA
 	if (ctx->cuda_device >= 0) {
@@ -165,7 +165,7 @@ int kinet_dev_copy_in(struct kinet_ctx *ctx, void *dev, const void *src, size_t 
 	return 0;
 }
 
-void kinet_dev_free(struct kinet_ctx *ctx, void *dev)
+void kinet_cuda_free(struct kinet_ctx *ctx, void *dev)
 {
 	if (!dev)
 		return;

@@ -112,7 +112,7 @@ static int table_write(struct kinet_peer_link *l, const void *field, const void 
 {
 	size_t off = (size_t)((const uint8_t *)field - (const uint8_t *)l->dev);
 
-	return kinet_dev_copy_in(l->qp->ctx, (uint8_t *)l->dev + off, src, len);
+	return kinet_cuda_copy_in(l->qp->ctx, (uint8_t *)l->dev + off, src, len);
 }
 
 /* A key or count: on a host-only context device code runs on CPU threads
@@ -139,7 +139,7 @@ static void hot_key_publish(struct kinet_peer_link *l, int side, uint32_t slot, 
 	if (l->qp->ctx->cuda_device < 0)
 		__atomic_store_n(field, v, __ATOMIC_RELEASE);
 	else
-		kinet_dev_copy_in(l->qp->ctx, field, &v, sizeof(v));
+		kinet_cuda_copy_in(l->qp->ctx, field, &v, sizeof(v));
 }
 
 bool kinet_peer_window_in_process(const struct kinet_ctx *viewer, uint64_t addr, uint64_t length,
@@ -379,7 +379,7 @@ int kinet_peer_qp_attach(struct kinet_qp *qp)
 	}
 	l = calloc(1, sizeof(*l));
 	if (l)
-		l->dev = kinet_dev_alloc(qp->ctx, sizeof(*l->dev));
+		l->dev = kinet_cuda_alloc(qp->ctx, sizeof(*l->dev));
 	if (!l || !l->dev) {
 		free(l);
 		l = NULL;
@@ -393,9 +393,9 @@ int kinet_peer_qp_attach(struct kinet_qp *qp)
 	if (target)
 		windows_add_all(l, SIDE_REMOTE, target);
 	/* The descriptor's pointer last: device code sees a complete table. */
-	ret = kinet_dev_copy_in(qp->ctx, &qp->dev->peer, &l->dev, sizeof(l->dev));
+	ret = kinet_cuda_copy_in(qp->ctx, &qp->dev->peer, &l->dev, sizeof(l->dev));
 	if (ret) {
-		kinet_dev_free(qp->ctx, l->dev);
+		kinet_cuda_free(qp->ctx, l->dev);
 		free(l);
 		l = NULL;
 		goto out;
@@ -426,7 +426,7 @@ void kinet_peer_qp_detach(struct kinet_qp *qp)
 
 		if (l->qp == qp) {
 			*p = l->next;
-			kinet_dev_free(qp->ctx, l->dev);
+			kinet_cuda_free(qp->ctx, l->dev);
 			free(l);
 			continue;
 		}
@@ -439,7 +439,7 @@ void kinet_peer_qp_detach(struct kinet_qp *qp)
 	qp->ctx->ops->peer_withdraw(qp->ctx, qp);
 }
 
-enum kinet_qp_path kinet_qp_path(const struct kinet_qp *qp)
+enum kinet_qp_path kinet_qp_get_path(const struct kinet_qp *qp)
 {
 	const struct kinet_peer_link *l = qp ? qp->peer_link : NULL;
 
@@ -487,7 +487,7 @@ int kinet_peer_qp_remote_ptr(struct kinet_qp *qp, uint64_t addr, uint64_t length
 	*ptr = NULL;
 	pthread_mutex_lock(&peer_lock);
 	l = qp->peer_link;
-	if (l && kinet_qp_path(qp) == KINET_QP_PATH_PEER) {
+	if (l && kinet_qp_get_path(qp) == KINET_QP_PATH_PEER) {
 		uint32_t n = atomic_load_explicit(&l->host_count[SIDE_REMOTE], memory_order_acquire);
 
 		for (uint32_t i = 0; i < n && ret; i++) {

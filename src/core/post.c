@@ -11,7 +11,8 @@
 #define WQE_MAX_BBS 16 /* 63 ds of 16 bytes */
 
 /* KINET_EINVAL naming the public function rather than the helper. */
-#define SEND_EINVAL(name, why) (KINET_ERR("kinet_post_send: invalid argument '%s': %s", name, why), -EINVAL)
+#define SEND_EINVAL(name, why)                                                                               \
+	(KINET_ERR("kinet_qp_post_send: invalid argument '%s': %s", name, why), -EINVAL)
 
 static const char *const state_names[] = {"RESET", "INIT", "RTR", "RTS", "ERR"};
 
@@ -238,7 +239,7 @@ static uint32_t build_send_wqe(struct kinet_qp *qp, const struct kinet_send_wr *
 	return ds;
 }
 
-int kinet_post_send(struct kinet_qp *qp, const struct kinet_send_wr *wr, int count, int *bad)
+int kinet_qp_post_send(struct kinet_qp *qp, const struct kinet_send_wr *wr, int count, int *bad)
 {
 	uint8_t buf[WQE_MAX_BBS * KINET_WQE_BB_SIZE];
 	const uint8_t *last = NULL;
@@ -290,7 +291,7 @@ out:
 	return ret;
 }
 
-int kinet_post_wqe(struct kinet_qp *qp, const void *wqe, uint32_t nbb, uint64_t wr_id)
+int kinet_qp_post_wqe(struct kinet_qp *qp, const void *wqe, uint32_t nbb, uint64_t wr_id)
 {
 	uint8_t buf[4 * KINET_WQE_BB_SIZE];
 	struct kinet_wqe_ctrl_seg *ctrl = (struct kinet_wqe_ctrl_seg *)buf;
@@ -329,7 +330,7 @@ out:
 	return ret;
 }
 
-int kinet_post_recv(struct kinet_qp *qp, const struct kinet_recv_wr *wr, int count, int *bad)
+int kinet_qp_post_recv(struct kinet_qp *qp, const struct kinet_recv_wr *wr, int count, int *bad)
 {
 	struct kinet_wqe_data_seg *seg;
 	uint32_t slots;

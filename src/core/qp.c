@@ -48,6 +48,7 @@ void kinet_qp_attr_init(struct kinet_qp_attr *attr)
 	if (!attr)
 		return;
 	memset(attr, 0, sizeof(*attr));
+	attr->size = sizeof(*attr);
 	attr->sq_depth = 256;
 	attr->rq_depth = 256;
 	attr->max_recv_sge = 1;
@@ -91,9 +92,9 @@ static void qp_free(struct kinet_qp *qp)
 {
 	struct kinet_ctx *ctx = qp->ctx;
 
-	kinet_dev_free(ctx, qp->dev);
-	kinet_dev_free(ctx, qp->dev_marks);
-	kinet_dev_free(ctx, qp->gpunetio);
+	kinet_cuda_free(ctx, qp->dev);
+	kinet_cuda_free(ctx, qp->dev_marks);
+	kinet_cuda_free(ctx, qp->gpunetio);
 	if (qp->scratch_mr)
 		kinet_mr_dereg(qp->scratch_mr);
 	kinet_host_free(ctx, qp->scratch);
@@ -107,6 +108,7 @@ static void qp_free(struct kinet_qp *qp)
 
 int kinet_qp_create(struct kinet_ctx *ctx, const struct kinet_qp_attr *attr, struct kinet_qp **out)
 {
+	struct kinet_qp_attr a;
 	struct kinet_qp *qp;
 	int ret;
 
@@ -117,6 +119,9 @@ int kinet_qp_create(struct kinet_ctx *ctx, const struct kinet_qp_attr *attr, str
 		return KINET_EINVAL("ctx", "NULL");
 	if (!attr)
 		return KINET_EINVAL("attr", "NULL");
+	if ((ret = kinet_attr_read("attr", attr, sizeof(a), &a)))
+		return ret;
+	attr = &a;
 	ret = qp_check_attr(ctx, attr);
 	if (ret)
 		return ret;
@@ -225,7 +230,7 @@ int kinet_qp_destroy(struct kinet_qp *qp)
 	return 0;
 }
 
-int kinet_qp_info(const struct kinet_qp *qp, struct kinet_qp_info *info)
+int kinet_qp_pack(const struct kinet_qp *qp, struct kinet_qp_info *info)
 {
 	if (!qp)
 		return KINET_EINVAL("qp", "NULL");
@@ -294,7 +299,7 @@ uint32_t kinet_qp_num(const struct kinet_qp *qp)
 	return qp ? qp->qpn : 0;
 }
 
-enum kinet_qp_state kinet_qp_state(const struct kinet_qp *qp)
+enum kinet_qp_state kinet_qp_get_state(const struct kinet_qp *qp)
 {
 	if (!qp)
 		return KINET_QPS_ERR;

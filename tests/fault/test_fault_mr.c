@@ -9,7 +9,7 @@
  */
 #include <sys/mman.h>
 
-#include "common.h"
+#include "fixture.h"
 
 #define BIG (64u << 20)
 #define NW 4
@@ -103,7 +103,7 @@ static void dereg_source(bool first_lands)
 	}
 	if (remote_transport())
 		KT_CHECK(errors > 0);
-	KT_CHECK_EQ(kinet_qp_state(p.qp[0]), errors ? KINET_QPS_ERR : KINET_QPS_RTS);
+	KT_CHECK_EQ(kinet_qp_get_state(p.qp[0]), errors ? KINET_QPS_ERR : KINET_QPS_RTS);
 	/* Fragments sent before the deregistration may still be on their way
 	 * to the target after the error completion (the operation's target
 	 * bytes are undefined, as on ConnectX); destroying the target QP

@@ -4,7 +4,7 @@
  * doorbell.  Each ends in an error completion, an error code or an
  * ignored doorbell, within the QP's timeouts, and the log stays bounded.
  */
-#include "common.h"
+#include "fixture.h"
 #include "internal.h"
 
 static int qp_on(struct kinet_ctx *ctx, struct kinet_cq *cq, uint32_t sq_depth, struct kinet_qp **qp)
@@ -20,10 +20,10 @@ static int qp_on(struct kinet_ctx *ctx, struct kinet_cq *cq, uint32_t sq_depth, 
 static int connect2(struct kinet_qp *a, struct kinet_qp *b)
 {
 	struct kinet_qp_info ia, ib;
-	int rc = kinet_qp_info(a, &ia);
+	int rc = kinet_qp_pack(a, &ia);
 
 	if (!rc)
-		rc = kinet_qp_info(b, &ib);
+		rc = kinet_qp_pack(b, &ib);
 	if (!rc)
 		rc = kinet_qp_connect(a, &ib);
 	if (!rc)
@@ -156,7 +156,7 @@ KT_TEST(rnr_exhaustion)
 	KT_OK(kt_wc_expect(&wc[0], 1, KINET_SYND_RNR_RETRY_EXC_ERR));
 	KT_OK(kt_wc_expect(&wc[1], 2, KINET_SYND_WR_FLUSH_ERR));
 	KT_CHECK(dt >= 150 && dt < 200 + 2 * o.timeout_ms + 500);
-	KT_CHECK_EQ(kinet_qp_state(p.qp[0]), KINET_QPS_ERR);
+	KT_CHECK_EQ(kinet_qp_get_state(p.qp[0]), KINET_QPS_ERR);
 	kt_pair_destroy(&p);
 	kt_buf_free(&src);
 	KT_OK(kinet_ctx_close(b));
@@ -194,7 +194,7 @@ KT_TEST(doorbell_garbage)
 	KT_CHECK(lines >= 1);
 	KT_CHECK(lines <= (int)KINET_LOG_BURST);
 	KT_CHECK_EQ(kt_poll_for(p.cq[0], 20, 1, &wc), 0);
-	KT_CHECK_EQ(kinet_qp_state(qp), KINET_QPS_RTS);
+	KT_CHECK_EQ(kinet_qp_get_state(qp), KINET_QPS_RTS);
 
 	/* A valid doorbell again: the QP carries on. */
 	atomic_store(qp->db_cpu, 0);

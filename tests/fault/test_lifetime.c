@@ -9,7 +9,7 @@
 #include <malloc.h>
 #include <stdatomic.h>
 
-#include "common.h"
+#include "fixture.h"
 
 struct poller {
 	struct kinet_cq *cq;
@@ -168,7 +168,7 @@ static void target_destroyed_mid_batch(bool whole_ctx)
 	KT_OK(expect_completions_then_errors(p.cq[0], 5000));
 	KT_CHECK(poisoned(dst.p, 0x77));
 	KT_CHECK(kt_buf_guards_ok(&dst));
-	KT_CHECK_EQ(kinet_qp_state(p.qp[0]), KINET_QPS_ERR);
+	KT_CHECK_EQ(kinet_qp_get_state(p.qp[0]), KINET_QPS_ERR);
 
 	kt_pair_destroy(&p);
 	kt_buf_free(&src);

@@ -3,8 +3,8 @@
  *
  * One input is one run of a requester QP A against a target QP B (local or
  * node transport, any doorbell mode): receives posted at B, then a list of
- * records (template-built WQEs through kinet_post_send, raw WQEs through
- * kinet_post_wqe, garbage doorbells and CQ counters, one teardown in the
+ * records (template-built WQEs through kinet_qp_post_send, raw WQEs through
+ * kinet_qp_post_wqe, garbage doorbells and CQ counters, one teardown in the
  * middle: target or requester destroyed, a region deregistered, the QP set
  * to error, the target context closed).  fuzz_model.c predicts every
  * completion and the memory afterwards; anything the model cannot predict

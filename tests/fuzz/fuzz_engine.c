@@ -159,7 +159,7 @@ static int connect_pair(struct run *r, bool node)
 	/* Forced, so a local pair opens no carrier in a fresh context. */
 	setenv("KINET_TRANSPORT", node ? "node" : "local", 1);
 	for (int i = 0; i < 2 && !rc; i++)
-		rc = kinet_qp_info(r->qp[i], &info[i]);
+		rc = kinet_qp_pack(r->qp[i], &info[i]);
 	for (int i = 0; i < 2 && !rc; i++)
 		rc = kinet_qp_connect(r->qp[i], &info[1 - i]);
 	unsetenv("KINET_TRANSPORT");
@@ -270,7 +270,7 @@ static void post_template(struct run *r, struct fz_in *in)
 
 	uint64_t pi = qp->sq_pi; /* the harness is the only poster */
 	sw.wr_id = (uint16_t)pi;
-	if (kinet_post_send(qp, &sw, 1, NULL))
+	if (kinet_qp_post_send(qp, &sw, 1, NULL))
 		return; /* refused (full queue, bad arguments): nothing posted */
 	fz_model_post(&r->m, &wr, (uint16_t)pi, (uint16_t)(qp->sq_pi - pi));
 	if (trace)
@@ -312,7 +312,7 @@ static void post_raw(struct run *r, struct fz_in *in)
 				seg[i] = fz_u8(in);
 	}
 	uint64_t pi = qp->sq_pi;
-	if (kinet_post_wqe(qp, wqe, nbb, (uint16_t)pi))
+	if (kinet_qp_post_wqe(qp, wqe, nbb, (uint16_t)pi))
 		return;
 	if (!ds || kinet_wqe_bbs(ds) != nbb)
 		r->m.chaos = true; /* the engine's WQE boundaries differ from ours */
@@ -391,7 +391,7 @@ static void wait_exact(struct run *r)
 	int rc;
 
 	sw.wr_id = (uint16_t)pi;
-	while ((rc = kinet_post_send(r->qp[0], &sw, 1, NULL)) == -ENOMEM && now_ns() < end) {
+	while ((rc = kinet_qp_post_send(r->qp[0], &sw, 1, NULL)) == -ENOMEM && now_ns() < end) {
 		drain_a(r); /* frees slots of completed WQEs */
 		sched_yield();
 	}
@@ -500,7 +500,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct kinet_sge sge = {(uintptr_t)rb.base + off, len, key};
 		struct kinet_recv_wr wr = {.wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1};
 
-		if (kinet_post_recv(r.qp[1], &wr, 1, NULL))
+		if (kinet_qp_post_recv(r.qp[1], &wr, 1, NULL))
 			continue;
 		if (trace)
 			fprintf(stderr, "recv %d: offset %u len %u key %s\n", i, off, len,

@@ -10,7 +10,7 @@
  * there, every ticket completed.  All three doorbell modes; targets in GPU
  * and in host memory.  Skips (exit 77) without a CUDA device.
  */
-#include "test_dev_gpu_common.h"
+#include "fixture.h"
 
 #define BLOCKS 132
 #define THREADS 256
@@ -163,7 +163,7 @@ static void run(enum kinet_qp_sharing sharing, int form, enum kinet_db_mode db, 
 		KT_CHECK_EQ(d.sq_error, 0);
 	}
 	printf("  %-9s %-7s db %-3s target %-4s: %llu ops x 2 in %.1f ms\n", share_names[sharing],
-	       form_names[form], g_db_names[db], target_gpu ? "gpu" : "host", (unsigned long long)total, ms);
+	       form_names[form], kt_db_names[db], target_gpu ? "gpu" : "host", (unsigned long long)total, ms);
 	free(hr);
 	free(hres);
 	free(seen);
@@ -190,14 +190,14 @@ KT_TEST(cta_qps)
 {
 	G_NEED_GPU();
 	for (int m = 0; m < 3; m++)
-		run(KINET_SHARE_CTA, 0, g_db_modes[m], m != 1, 4);
+		run(KINET_SHARE_CTA, 0, kt_db_modes[m], m != 1, 4);
 }
 
 KT_TEST(gpu_qp)
 {
 	G_NEED_GPU();
 	for (int m = 0; m < 3; m++)
-		run(KINET_SHARE_GPU, 0, g_db_modes[m], m != 2, 2);
+		run(KINET_SHARE_GPU, 0, kt_db_modes[m], m != 2, 2);
 	run(KINET_SHARE_GPU, 1, KINET_DB_BF, 1, 16);
 }
 

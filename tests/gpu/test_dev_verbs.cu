@@ -4,7 +4,7 @@
  * pinned host memory; data checked byte for byte on the host.
  * Skips (exit 77) without a CUDA device.
  */
-#include "test_dev_gpu_common.h"
+#include "fixture.h"
 
 #define NT 128		   /* threads of the block: 4 warps */
 #define A_BYTES 256	   /* per thread, thread-form put */
@@ -211,7 +211,7 @@ static void run_verbs(enum kinet_db_mode mode, int src_gpu, int dst_gpu)
 			KT_CHECK_EQ(h[OFF_MSG + 4096 * k + i], g_pat(i, 50));
 	for (size_t i = 0; i < 3000; i++)
 		KT_CHECK_EQ(h[OFF_IMM + i], g_pat(i, 50));
-	printf("  db %s, src %s, dst %s: ok\n", g_db_names[mode], src_gpu ? "gpu" : "host",
+	printf("  db %s, src %s, dst %s: ok\n", kt_db_names[mode], src_gpu ? "gpu" : "host",
 	       dst_gpu ? "gpu" : "host");
 	free(h);
 	free(hs);
@@ -226,7 +226,7 @@ KT_TEST(verbs_all_db_modes_gpu_memory)
 {
 	G_NEED_GPU();
 	for (int m = 0; m < 3; m++)
-		run_verbs(g_db_modes[m], 1, 1);
+		run_verbs(kt_db_modes[m], 1, 1);
 }
 
 KT_TEST(verbs_host_memory)

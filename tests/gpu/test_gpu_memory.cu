@@ -183,7 +183,7 @@ static int pair_create(struct kinet_ctx *ctx, struct pair *p)
 	int rc;
 	memset(p, 0, sizeof(*p));
 	for (int i = 0; i < 2; i++) {
-		struct kinet_cq_attr ca = {.depth = 0, .flags = 0};
+		struct kinet_cq_attr ca = {.size = sizeof(struct kinet_cq_attr), .depth = 0, .flags = 0};
 		struct kinet_qp_attr qa;
 		ca.depth = 256;
 		if ((rc = kinet_cq_create(ctx, &ca, &p->cq[i])))
@@ -196,7 +196,7 @@ static int pair_create(struct kinet_ctx *ctx, struct pair *p)
 		qa.max_recv_sge = 1;
 		if ((rc = kinet_qp_create(ctx, &qa, &p->qp[i])))
 			return rc;
-		if ((rc = kinet_qp_info(p->qp[i], &info[i])))
+		if ((rc = kinet_qp_pack(p->qp[i], &info[i])))
 			return rc;
 	}
 	for (int i = 0; i < 2; i++)
@@ -252,7 +252,7 @@ static void write_read(bool lgpu, bool rgpu, size_t len)
 
 	struct kinet_sge s = sge(&l, 0, (uint32_t)len);
 	struct kinet_send_wr w = wr(1, KINET_WR_RDMA_WRITE, &s, &r, 32);
-	KT_OK(kinet_post_send(p.qp[0], &w, 1, NULL));
+	KT_OK(kinet_qp_post_send(p.qp[0], &w, 1, NULL));
 	KT_OK(poll1(p.cq[0], &wc));
 	KT_CHECK_EQ(wc.wr_id, 1);
 	KT_CHECK_EQ(wc.status, 0);
@@ -262,7 +262,7 @@ static void write_read(bool lgpu, bool rgpu, size_t len)
 
 	struct kinet_sge s2 = sge(&back, 16, (uint32_t)len);
 	w = wr(2, KINET_WR_RDMA_READ, &s2, &r, 32);
-	KT_OK(kinet_post_send(p.qp[0], &w, 1, NULL));
+	KT_OK(kinet_qp_post_send(p.qp[0], &w, 1, NULL));
 	KT_OK(poll1(p.cq[0], &wc));
 	KT_CHECK_EQ(wc.wr_id, 2);
 	KT_CHECK_EQ(wc.status, 0);
@@ -322,7 +322,7 @@ KT_TEST(gpu_atomics)
 		struct kinet_sge s = sge(res, 0, 8);
 		struct kinet_send_wr w = wr(10 + g, KINET_WR_ATOMIC_FETCH_AND_ADD, &s, &tgt, 8);
 		w.compare_add = 5;
-		KT_OK(kinet_post_send(p.qp[0], &w, 1, NULL));
+		KT_OK(kinet_qp_post_send(p.qp[0], &w, 1, NULL));
 		KT_OK(poll1(p.cq[0], &wc));
 		KT_CHECK_EQ(wc.status, 0);
 		KT_CHECK_EQ(wc.opcode, KINET_WC_FETCH_ADD);
@@ -337,7 +337,7 @@ KT_TEST(gpu_atomics)
 	struct kinet_send_wr w = wr(20, KINET_WR_ATOMIC_CMP_AND_SWP, &s, &tgt, 8);
 	w.compare_add = 1010;
 	w.swap = 0xdeadbeefcafeull;
-	KT_OK(kinet_post_send(p.qp[0], &w, 1, NULL));
+	KT_OK(kinet_qp_post_send(p.qp[0], &w, 1, NULL));
 	KT_OK(poll1(p.cq[0], &wc));
 	KT_CHECK_EQ(wc.status, 0);
 	KT_CHECK_EQ(wc.opcode, KINET_WC_COMP_SWAP);
@@ -348,7 +348,7 @@ KT_TEST(gpu_atomics)
 	w.wr_id = 21;
 	w.compare_add = 1;
 	w.swap = 2;
-	KT_OK(kinet_post_send(p.qp[0], &w, 1, NULL));
+	KT_OK(kinet_qp_post_send(p.qp[0], &w, 1, NULL));
 	KT_OK(poll1(p.cq[0], &wc));
 	KT_CHECK_EQ(wc.status, 0);
 	memcpy(&v, buf_read(&tgt, 8, 8).data(), 8);
@@ -387,7 +387,7 @@ static void *fa_thread(void *arg)
 		struct kinet_send_wr x = wr((uint64_t)i, KINET_WR_ATOMIC_FETCH_AND_ADD, &s, w->tgt, 0);
 		x.compare_add = 1;
 		x.send_flags = (i % 16 == 15 || i == NFA - 1) ? KINET_SEND_SIGNALED : 0;
-		if (kinet_post_send(w->p.qp[0], &x, 1, NULL)) {
+		if (kinet_qp_post_send(w->p.qp[0], &x, 1, NULL)) {
 			w->fail = 1;
 			return NULL;
 		}
@@ -464,11 +464,11 @@ KT_TEST(gpu_protection)
 	struct kinet_sge s = sge(&l, 0, 64);
 	struct kinet_send_wr w = wr(1, KINET_WR_RDMA_WRITE, &s, &r, 4096 - 32);
 	w.send_flags = 0;
-	KT_OK(kinet_post_send(p.qp[0], &w, 1, NULL));
+	KT_OK(kinet_qp_post_send(p.qp[0], &w, 1, NULL));
 	KT_OK(poll1(p.cq[0], &wc));
 	KT_CHECK_EQ(wc.wr_id, 1);
 	KT_CHECK_EQ(wc.status, KINET_SYND_REMOTE_ACCESS_ERR);
-	KT_CHECK_EQ(kinet_qp_state(p.qp[0]), KINET_QPS_ERR);
+	KT_CHECK_EQ(kinet_qp_get_state(p.qp[0]), KINET_QPS_ERR);
 	KT_CHECK(all_is(buf_read(&r, 0, 4096), 0x22));
 	KT_CHECK(guards_ok(&r));
 	/* A read into GPU memory past the local region. */
@@ -476,7 +476,7 @@ KT_TEST(gpu_protection)
 	KT_OK(pair_create(ctx, &p));
 	s = sge(&l, 4096 - 8, 64);
 	w = wr(2, KINET_WR_RDMA_READ, &s, &r, 0);
-	KT_OK(kinet_post_send(p.qp[0], &w, 1, NULL));
+	KT_OK(kinet_qp_post_send(p.qp[0], &w, 1, NULL));
 	KT_OK(poll1(p.cq[0], &wc));
 	KT_CHECK_EQ(wc.wr_id, 2);
 	KT_CHECK_EQ(wc.status, KINET_SYND_LOCAL_PROT_ERR);
@@ -488,8 +488,8 @@ KT_TEST(gpu_protection)
 	s = sge(&l, 0, 16);
 	w = wr(3, KINET_WR_RDMA_WRITE, &s, &r, 0);
 	w.send_flags |= KINET_SEND_INLINE;
-	KT_CHECK_EQ(kinet_post_send(p.qp[0], &w, 1, NULL), -EINVAL);
-	KT_CHECK_EQ(kinet_qp_state(p.qp[0]), KINET_QPS_RTS);
+	KT_CHECK_EQ(kinet_qp_post_send(p.qp[0], &w, 1, NULL), -EINVAL);
+	KT_CHECK_EQ(kinet_qp_get_state(p.qp[0]), KINET_QPS_RTS);
 	KT_CHECK(all_is(buf_read(&r, 0, 4096), 0x22));
 	buf_free(&l);
 	buf_free(&r);

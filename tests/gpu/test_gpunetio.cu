@@ -19,7 +19,7 @@
 #include <cuda.h>
 #include <unistd.h>
 
-#include "test_dev_gpu_common.h"
+#include "fixture.h"
 
 #include "kinet/gpunetio.h"
 
@@ -239,7 +239,8 @@ static int gn_open(struct gn_fx *f, enum kinet_db_mode mode)
 	if (!f->ctx)
 		return -ENODEV;
 	for (int i = 0; i < 4 && !rc; i++) {
-		struct kinet_cq_attr ca = {.depth = 128, .flags = KINET_CQ_IGNORE_OVERRUN};
+		struct kinet_cq_attr ca = {
+			.size = sizeof(struct kinet_cq_attr), .depth = 128, .flags = KINET_CQ_IGNORE_OVERRUN};
 		struct kinet_qp_attr qa;
 		rc = kinet_cq_create(f->ctx, &ca, &f->cq[i]);
 		if (rc)
@@ -251,7 +252,7 @@ static int gn_open(struct gn_fx *f, enum kinet_db_mode mode)
 		qa.timeout_ms = 20000;
 		rc = kinet_qp_create(f->ctx, &qa, &f->qp[i]);
 		if (!rc)
-			rc = kinet_qp_info(f->qp[i], &info[i]);
+			rc = kinet_qp_pack(f->qp[i], &info[i]);
 	}
 	for (int i = 0; i < 4 && !rc; i++)
 		rc = kinet_qp_connect(f->qp[i], &info[i ^ 2]);
@@ -273,7 +274,7 @@ static int gn_open(struct gn_fx *f, enum kinet_db_mode mode)
 			return -ENOMEM;
 		zb[i]->gpu = 1;
 		zb[i]->len = 8 * THREADS;
-		rc = kinet_mr_reg(f->ctx, zb[i]->p, 8 * THREADS, G_ACC_ALL | KINET_ACCESS_ZERO_BASED,
+		rc = kinet_mr_reg(f->ctx, zb[i]->p, 8 * THREADS, KT_ACC_ALL | KINET_ACCESS_ZERO_BASED,
 				  &zb[i]->mr);
 		zb[i]->key = kinet_mr_lkey(zb[i]->mr);
 	}
@@ -445,12 +446,12 @@ static void gn_run(enum kinet_db_mode mode)
 	G_CUDA(cudaMemcpy(&d, f.d[0], sizeof(d), cudaMemcpyDeviceToHost));
 	KT_CHECK(d.sq_rsvd_index > 65536);
 	KT_CHECK_EQ(d.cq_sq.cqe_ci, d.sq_rsvd_index);
-	printf("  %s: %llu WQEs on the main QP, %llu on the companion\n", g_db_names[mode],
+	printf("  %s: %llu WQEs on the main QP, %llu on the companion\n", kt_db_names[mode],
 	       (unsigned long long)d.sq_rsvd_index, (unsigned long long)(2 * OPS));
 	KT_OK(kinet_ctx_last_error(f.ctx, &err));
 	KT_CHECK_EQ(err.status, 0);
 	for (int i = 0; i < 4; i++)
-		KT_CHECK_EQ(kinet_qp_state(f.qp[i]), KINET_QPS_RTS);
+		KT_CHECK_EQ(kinet_qp_get_state(f.qp[i]), KINET_QPS_RTS);
 	gn_close(&f);
 }
 

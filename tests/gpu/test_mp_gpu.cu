@@ -426,7 +426,7 @@ KT_TEST(mp_gpu)
 	const char *p2p = getenv("KINET_P2P");
 	if (p2p && !strcmp(p2p, "force")) /* gpu_mp_peer: the other ranks are reached by the peer path */
 		for (int r = 0; r < n; r++)
-			KT_CHECK_EQ(kinet_qp_path(kinet_mesh_qp(j.mesh, r, 0)), KINET_QP_PATH_PEER);
+			KT_CHECK_EQ(kinet_qp_get_path(kinet_mesh_qp(j.mesh, r, 0)), KINET_QP_PATH_PEER);
 	G_CUDA(cudaMalloc((void **)&j.err, 2 * sizeof(int)));
 	j.h = (uint8_t *)malloc(DATA_BYTES);
 	j.ha = (uint64_t *)malloc(ATOM_BYTES);

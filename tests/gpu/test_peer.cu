@@ -5,7 +5,7 @@
  * GPU memory.  Engines are paused where an operation must take the peer
  * path, so only the GPU's own stores and atomics can complete it.
  */
-#include "test_dev_gpu_common.h"
+#include "fixture.h"
 
 #define BUF (8u << 20)
 #define HAMMER_BLOCKS 132
@@ -51,7 +51,7 @@ static int fx_open(struct fx *f, const char *p2p, uint32_t timeout_ms, enum kine
 		if (!rc)
 			rc = g_side_create(f->x[i].ctx, &f->x[i].s, &o);
 		if (!rc)
-			rc = kinet_qp_info(f->x[i].s.qp, &info[i]);
+			rc = kinet_qp_pack(f->x[i].s.qp, &info[i]);
 	}
 	for (int i = 0; i < 2 && !rc; i++)
 		rc = kinet_qp_connect(f->x[i].s.qp, &info[1 - i]);
@@ -210,7 +210,7 @@ KT_TEST(verbs_all_forms_and_sharing_modes)
 		if (s == 0)
 			printf("initiator on device %d, target on device %d%s\n", f.dev[0], f.dev[1],
 			       f.dev[0] == f.dev[1] ? " (one GPU: peer access to itself)" : "");
-		KT_CHECK_EQ(kinet_qp_path(f.x[0].s.qp), KINET_QP_PATH_PEER);
+		KT_CHECK_EQ(kinet_qp_get_path(f.x[0].s.qp), KINET_QP_PATH_PEER);
 		fx_pause(&f, 1); /* only the peer path can complete these */
 		for (int form = 0; form < 3; form++)
 			run_verbs(&f, form, (uint32_t)(10 * s + form));
@@ -325,7 +325,7 @@ KT_TEST(put_signal_ordering_under_load)
 	int *err;
 	cudaStream_t s[2];
 	KT_OK(fx_open(&f, "auto", 10000, KINET_SHARE_CTA));
-	KT_CHECK_EQ(kinet_qp_path(f.x[1].s.qp), KINET_QP_PATH_PEER);
+	KT_CHECK_EQ(kinet_qp_get_path(f.x[1].s.qp), KINET_QP_PATH_PEER);
 	G_CUDA(cudaMallocManaged((void **)&err, 2 * sizeof(int)));
 	err[0] = err[1] = 0;
 	uint8_t *a = f.x[0].buf.p, *b = f.x[1].buf.p;
@@ -396,7 +396,7 @@ KT_TEST(protection_errors)
 		uint32_t rkey = c == 0 ? f.x[1].buf.key ^ 0x100 : c == 2 ? kinet_mr_rkey(ro) : f.x[1].buf.key;
 		bad_put<<<1, 1>>>(f.x[0].s.d, f.x[0].buf.p, f.x[0].buf.key, raddr, rkey, st);
 		G_CUDA(cudaDeviceSynchronize());
-		KT_CHECK_EQ(*st, EIO);
+		KT_CHECK_EQ(*st, -EIO);
 		KT_OK(kinet_ctx_last_error(f.x[0].ctx, &err));
 		KT_CHECK_EQ(err.status, -EIO);
 		KT_CHECK(err.syndrome == KINET_SYND_REMOTE_ACCESS_ERR ||
@@ -421,7 +421,7 @@ KT_TEST(p2p_off_uses_engine)
 	G_NEED_GPU();
 	struct fx f;
 	KT_OK(fx_open(&f, "off", 5000, KINET_SHARE_GPU));
-	KT_CHECK_EQ(kinet_qp_path(f.x[0].s.qp), KINET_QP_PATH_ENGINE);
+	KT_CHECK_EQ(kinet_qp_get_path(f.x[0].s.qp), KINET_QP_PATH_ENGINE);
 	for (int form = 0; form < 3; form++)
 		run_verbs(&f, form, 77 + (uint32_t)form);
 	fx_close(&f);
@@ -444,7 +444,7 @@ KT_TEST(large_thread_put_uses_copy_engine)
 	struct fx f;
 	int *st;
 	KT_OK(fx_open(&f, "auto", 5000, KINET_SHARE_GPU));
-	KT_CHECK_EQ(kinet_qp_path(f.x[0].s.qp), KINET_QP_PATH_PEER);
+	KT_CHECK_EQ(kinet_qp_get_path(f.x[0].s.qp), KINET_QP_PATH_PEER);
 	uint8_t *h = (uint8_t *)malloc(1u << 20);
 	for (uint32_t i = 0; i < (1u << 20); i++)
 		h[i] = g_pat(i, 5);

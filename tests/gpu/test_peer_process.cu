@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "test_dev_gpu_common.h"
+#include "fixture.h"
 
 #define BUF (4u << 20)
 #define SMALL 4096u
@@ -87,7 +87,7 @@ static int proc_open(struct proc *p, int dev, int with_small, struct hello *h)
 	g_opts_init(&o);
 	o.timeout_ms = 1000;
 	for (int i = 0; i < 2; i++)
-		if ((rc = g_side_create(p->ctx, &p->s[i], &o)) || (rc = kinet_qp_info(p->s[i].qp, &h->qp[i])))
+		if ((rc = g_side_create(p->ctx, &p->s[i], &o)) || (rc = kinet_qp_pack(p->s[i].qp, &h->qp[i])))
 			return rc;
 	if ((rc = kinet_mr_pack(p->buf.mr, &h->mr)))
 		return rc;
@@ -321,7 +321,7 @@ KT_TEST(peer_process)
 	for (int i = 0; i < 2; i++) {
 		KT_OK(kinet_qp_connect(p.s[i].qp, &peer.qp[i]));
 		KT_OK(kinet_qp_export(p.s[i].qp, &p.s[i].d));
-		KT_CHECK_EQ(kinet_qp_path(p.s[i].qp), KINET_QP_PATH_PEER);
+		KT_CHECK_EQ(kinet_qp_get_path(p.s[i].qp), KINET_QP_PATH_PEER);
 	}
 	int ndev = 0;
 	cudaGetDeviceCount(&ndev);
@@ -372,7 +372,7 @@ KT_TEST(peer_process)
 	put_kernel<<<1, 1>>>(a);
 	G_CUDA(cudaDeviceSynchronize());
 	G_CUDA(cudaMemcpy(&herr, a.err, sizeof(int), cudaMemcpyDeviceToHost));
-	KT_CHECK_EQ(herr, EIO);
+	KT_CHECK_EQ(herr, -EIO);
 	KT_CHECK_EQ(ask(rd, wr, 'z'), 1);
 
 	/* Death: a kernel putting in a loop on the other QP fails, bounded. */
@@ -394,10 +394,10 @@ KT_TEST(peer_process)
 	G_CUDA(cudaMemcpy(res, a.res, 8, cudaMemcpyDeviceToHost));
 	printf("after the target died: status %d after %llu ms (%llu puts before)\n", herr,
 	       (unsigned long long)dt, (unsigned long long)res[0]);
-	KT_CHECK(herr == EIO || herr == ETIMEDOUT);
+	KT_CHECK(herr == -EIO || herr == -ETIMEDOUT);
 	KT_CHECK(res[0] > 0);
 	KT_CHECK(dt < 10000);
-	KT_CHECK_EQ(kinet_qp_path(p.s[1].qp), KINET_QP_PATH_ENGINE);
+	KT_CHECK_EQ(kinet_qp_get_path(p.s[1].qp), KINET_QP_PATH_ENGINE);
 	cudaFree(a.err);
 	for (int i = 0; i < 2; i++)
 		kinet_qp_destroy(p.s[i].qp);

@@ -2,7 +2,9 @@
  * Invalid host API arguments return -EINVAL (the log line naming the
  * argument is not captured here) and change nothing.
  */
-#include "common.h"
+#include "fixture.h"
+#include "kinet/mesh.h"
+#include "kinet/team.h"
 
 KT_TEST(ctx_args)
 {
@@ -98,6 +100,84 @@ KT_TEST(cq_args)
 	kinet_ctx_close(ctx);
 }
 
+/* Attribute structs start with their size: the _attr_init functions set
+ * it, 0 means this header's layout, a newer header's larger struct is taken
+ * when its extra bytes are zero, and anything else is -EINVAL, whatever
+ * the other fields say. */
+KT_TEST(attr_size)
+{
+	struct kinet_ctx *ctx;
+	struct kinet_cq *cq = NULL;
+	struct kinet_qp *qp = NULL;
+	struct {
+		struct kinet_cq_attr a;
+		uint8_t newer[16]; /* fields of a later version */
+	} big;
+	struct kinet_ctx_attr xa;
+	struct kinet_cq_attr ca;
+	struct kinet_qp_attr qa;
+	struct kinet_boot_attr ba;
+	struct kinet_mesh_attr ma;
+	struct kinet_team_attr ta;
+
+	kinet_ctx_attr_init(&xa);
+	kinet_cq_attr_init(&ca);
+	kinet_qp_attr_init(&qa);
+	kinet_boot_attr_init(&ba);
+	kinet_mesh_attr_init(&ma);
+	kinet_team_attr_init(&ta);
+	KT_CHECK_EQ(xa.size, sizeof(xa));
+	KT_CHECK_EQ(ca.size, sizeof(ca));
+	KT_CHECK_EQ(ca.depth, 512u);
+	KT_CHECK_EQ(ca.flags, 0u);
+	KT_CHECK_EQ(qa.size, sizeof(qa));
+	KT_CHECK_EQ(ba.size, sizeof(ba));
+	KT_CHECK_EQ(ma.size, sizeof(ma));
+	KT_CHECK_EQ(ma.qp.size, sizeof(ma.qp));
+	KT_CHECK_EQ(ta.size, sizeof(ta));
+
+	xa.cuda_device = KT_HOST_ONLY;
+	xa.size = sizeof(xa) - 1;
+	KT_CHECK_EQ(kinet_ctx_open(&xa, &ctx), -EINVAL);
+	xa.size = 0;
+	KT_OK(kinet_ctx_open(&xa, &ctx));
+
+	ca.size = 4;
+	KT_CHECK_EQ(kinet_cq_create(ctx, &ca, &cq), -EINVAL);
+	ca.size = 0xdeadbeef;
+	KT_CHECK_EQ(kinet_cq_create(ctx, &ca, &cq), -EINVAL);
+	KT_CHECK(cq == NULL);
+	memset(&big, 0, sizeof(big));
+	big.a.size = sizeof(big);
+	big.a.depth = 64;
+	KT_OK(kinet_cq_create(ctx, &big.a, &cq)); /* unknown fields at their defaults */
+	KT_CHECK_EQ(kinet_cq_depth(cq), 64u);
+	KT_OK(kinet_cq_destroy(cq));
+	cq = NULL;
+	big.newer[3] = 1;
+	KT_CHECK_EQ(kinet_cq_create(ctx, &big.a, &cq), -EINVAL); /* an unknown field set */
+	KT_CHECK(cq == NULL);
+	ca.size = 0;
+	KT_OK(kinet_cq_create(ctx, &ca, &cq));
+
+	qa.send_cq = cq;
+	qa.recv_cq = NULL;
+	qa.size = 1;
+	KT_CHECK_EQ(kinet_qp_create(ctx, &qa, &qp), -EINVAL);
+	KT_CHECK(qp == NULL);
+	qa.size = sizeof(qa);
+	KT_OK(kinet_qp_create(ctx, &qa, &qp));
+	KT_OK(kinet_qp_destroy(qp));
+
+	struct kinet_boot *boot = NULL;
+	ba.size = 2;
+	KT_CHECK_EQ(kinet_boot_init(&ba, &boot), -EINVAL);
+	KT_CHECK(boot == NULL);
+
+	KT_OK(kinet_cq_destroy(cq));
+	kinet_ctx_close(ctx);
+}
+
 KT_TEST(qp_args)
 {
 	struct kinet_ctx *ctx;
@@ -148,14 +228,14 @@ KT_TEST(qp_args)
 	KT_CHECK_EQ(kinet_qp_create(ctx, &b, &qp), -EINVAL);
 
 	KT_OK(kinet_qp_create(ctx, &a, &qp));
-	KT_CHECK_EQ(kinet_qp_state(qp), KINET_QPS_RESET);
+	KT_CHECK_EQ(kinet_qp_get_state(qp), KINET_QPS_RESET);
 	KT_CHECK(kinet_qp_db_mode(qp) != KINET_DB_AUTO);
 	struct kinet_qp_info info;
-	KT_CHECK_EQ(kinet_qp_info(NULL, &info), -EINVAL);
-	KT_CHECK_EQ(kinet_qp_info(qp, NULL), -EINVAL);
+	KT_CHECK_EQ(kinet_qp_pack(NULL, &info), -EINVAL);
+	KT_CHECK_EQ(kinet_qp_pack(qp, NULL), -EINVAL);
 	KT_CHECK_EQ(kinet_qp_connect(NULL, &info), -EINVAL);
 	KT_CHECK_EQ(kinet_qp_connect(qp, NULL), -EINVAL);
-	KT_OK(kinet_qp_info(qp, &info));
+	KT_OK(kinet_qp_pack(qp, &info));
 	KT_CHECK_EQ(info.qpn, kinet_qp_num(qp));
 	KT_CHECK_EQ(kinet_qp_set_error(NULL), -EINVAL);
 	KT_CHECK_EQ(kinet_qp_destroy(NULL), -EINVAL);
@@ -185,7 +265,7 @@ KT_TEST(connect_to_nobody)
 	o.timeout_ms = 200;
 	KT_OK(kt_pair_create_unconnected(&p, ctx, ctx, &o));
 	KT_OK(kt_buf_alloc(ctx, &b, 4096, KT_ACC_ALL, 0x33));
-	KT_OK(kinet_qp_info(p.qp[1], &info));
+	KT_OK(kinet_qp_pack(p.qp[1], &info));
 	info.qpn = 0xfffff0;
 	int rc = kinet_qp_connect(p.qp[0], &info);
 	if (rc == 0) {
@@ -197,7 +277,7 @@ KT_TEST(connect_to_nobody)
 		KT_OK(kt_poll1(p.cq[0], &wc));
 		KT_OK(kt_wc_expect(&wc, 3, KINET_SYND_TRANSPORT_RETRY_EXC_ERR));
 		KT_CHECK(kt_now_ms() - t0 < 2000);
-		KT_CHECK_EQ(kinet_qp_state(p.qp[0]), KINET_QPS_ERR);
+		KT_CHECK_EQ(kinet_qp_get_state(p.qp[0]), KINET_QPS_ERR);
 		KT_CHECK(kt_mem_is(b.p, 0x33, 4096));
 	} else {
 		KT_CHECK(rc < 0);
@@ -225,9 +305,9 @@ KT_TEST(post_args)
 	struct kinet_send_wr w =
 		kt_wr(1, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED, &s, 1, kt_addr(&b, 1024), kt_rkey(&b));
 	int bad = -1;
-	KT_CHECK_EQ(kinet_post_send(NULL, &w, 1, &bad), -EINVAL);
-	KT_CHECK_EQ(kinet_post_send(p.qp[0], NULL, 1, &bad), -EINVAL);
-	KT_CHECK_EQ(kinet_post_send(p.qp[0], &w, -1, &bad), -EINVAL);
+	KT_CHECK_EQ(kinet_qp_post_send(NULL, &w, 1, &bad), -EINVAL);
+	KT_CHECK_EQ(kinet_qp_post_send(p.qp[0], NULL, 1, &bad), -EINVAL);
+	KT_CHECK_EQ(kinet_qp_post_send(p.qp[0], &w, -1, &bad), -EINVAL);
 
 	/* A batch with a bad request in the middle: those before it post. */
 	struct kinet_sge big = kt_sge(&b, 0, 65); /* over max_inline */
@@ -238,7 +318,7 @@ KT_TEST(post_args)
 		kt_wr(12, KINET_WR_NOP, KINET_SEND_SIGNALED, NULL, 0, 0, 0),
 	};
 	bad = -1;
-	KT_CHECK_EQ(kinet_post_send(p.qp[0], ws, 3, &bad), -EINVAL);
+	KT_CHECK_EQ(kinet_qp_post_send(p.qp[0], ws, 3, &bad), -EINVAL);
 	KT_CHECK_EQ(bad, 1);
 	KT_OK(kt_poll1(p.cq[0], &wc[0]));
 	KT_OK(kt_wc_expect(&wc[0], 10, 0));
@@ -270,20 +350,20 @@ KT_TEST(post_args)
 	x.send_flags |= 1u << 20;
 	KT_CHECK_EQ(kt_post(p.qp[0], &x), -EINVAL);
 	KT_CHECK_EQ(kt_poll_for(p.cq[0], 20, 4, wc), 0);
-	KT_CHECK_EQ(kinet_qp_state(p.qp[0]), KINET_QPS_RTS);
+	KT_CHECK_EQ(kinet_qp_get_state(p.qp[0]), KINET_QPS_RTS);
 
 	/* receives */
 	struct kinet_recv_wr r = {.wr_id = 1, .sg_list = many, .num_sge = 3}; /* over max_recv_sge */
-	KT_CHECK_EQ(kinet_post_recv(p.qp[1], &r, 1, &bad), -EINVAL);
-	KT_CHECK_EQ(kinet_post_recv(NULL, &r, 1, &bad), -EINVAL);
-	KT_CHECK_EQ(kinet_post_recv(p.qp[1], NULL, 1, &bad), -EINVAL);
+	KT_CHECK_EQ(kinet_qp_post_recv(p.qp[1], &r, 1, &bad), -EINVAL);
+	KT_CHECK_EQ(kinet_qp_post_recv(NULL, &r, 1, &bad), -EINVAL);
+	KT_CHECK_EQ(kinet_qp_post_recv(p.qp[1], NULL, 1, &bad), -EINVAL);
 
 	/* custom WQEs */
 	uint8_t wqe[64] = {0};
-	KT_CHECK_EQ(kinet_post_wqe(NULL, wqe, 1, 0), -EINVAL);
-	KT_CHECK_EQ(kinet_post_wqe(p.qp[0], NULL, 1, 0), -EINVAL);
-	KT_CHECK_EQ(kinet_post_wqe(p.qp[0], wqe, 0, 0), -EINVAL);
-	KT_CHECK_EQ(kinet_post_wqe(p.qp[0], wqe, 1u << 20, 0), -EINVAL);
+	KT_CHECK_EQ(kinet_qp_post_wqe(NULL, wqe, 1, 0), -EINVAL);
+	KT_CHECK_EQ(kinet_qp_post_wqe(p.qp[0], NULL, 1, 0), -EINVAL);
+	KT_CHECK_EQ(kinet_qp_post_wqe(p.qp[0], wqe, 0, 0), -EINVAL);
+	KT_CHECK_EQ(kinet_qp_post_wqe(p.qp[0], wqe, 1u << 20, 0), -EINVAL);
 
 	/* The QP still works. */
 	KT_OK(kt_post(p.qp[0], &w));
@@ -343,4 +423,5 @@ KT_TEST(strerror_text)
 	KT_CHECK(kinet_strerror(-123456)[0] != 0);
 }
 
-KT_MAIN(ctx_args, mr_args, cq_args, qp_args, connect_to_nobody, post_args, send_queue_full, strerror_text)
+KT_MAIN(ctx_args, mr_args, cq_args, attr_size, qp_args, connect_to_nobody, post_args, send_queue_full,
+	strerror_text)

@@ -24,7 +24,7 @@
 #include <sys/socket.h>
 
 #include "carrier.h"
-#include "common.h"
+#include "fixture.h"
 
 #define NMSGS 2000
 #define DEADLINE_MS 60000

@@ -7,7 +7,7 @@
  */
 #include <dirent.h>
 
-#include "common.h"
+#include "fixture.h"
 
 static const char *const job_vars[] = {
 	"KINET_NRANKS",

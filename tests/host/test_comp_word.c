@@ -3,7 +3,7 @@
  * after every CQE it counts the CQEs, names the last requester CQE's WQE,
  * counts the CQEs that hand data back, and keeps an error sticky.
  */
-#include "common.h"
+#include "fixture.h"
 #include "internal.h"
 
 static uint64_t word(struct kinet_cq *cq)

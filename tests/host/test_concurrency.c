@@ -1,10 +1,10 @@
 /*
  * Concurrent posting: several threads each with their own QPs, and several
- * threads sharing one QP (kinet_post_send is thread-safe), with one and with
+ * threads sharing one QP (kinet_qp_post_send is thread-safe), with one and with
  * four engine threads.  Every completion arrives exactly once, data is
  * right, and fetch-adds from everywhere on one counter are atomic.
  */
-#include "common.h"
+#include "fixture.h"
 
 #define NTHREADS 4
 #define OPS 2000

@@ -3,7 +3,7 @@
  * wrap-around (the owner bit flips each pass), a CQ shared by several QPs
  * and by send and receive, overrun and overrun ignored.
  */
-#include "common.h"
+#include "fixture.h"
 
 #include "internal.h"
 
@@ -109,7 +109,7 @@ static void wrap(enum kinet_wr_opcode op, int total)
 				     op == KINET_WR_NOP ? 0 : 1, kt_addr(&rem, i * 64), kt_rkey(&rem));
 		}
 		int bad = -1;
-		KT_OK(kinet_post_send(p.qp[0], w, (int)n, &bad));
+		KT_OK(kinet_qp_post_send(p.qp[0], w, (int)n, &bad));
 		next += n;
 		KT_CHECK_EQ(kt_poll_n(p.cq[0], (int)n, wc, KT_DEADLINE_MS), (int)n);
 		for (unsigned i = 0; i < n; i++) {
@@ -124,7 +124,7 @@ static void wrap(enum kinet_wr_opcode op, int total)
 		done += n;
 		batch = batch % 8 + 1;
 	}
-	KT_CHECK_EQ(kinet_qp_state(p.qp[0]), KINET_QPS_RTS);
+	KT_CHECK_EQ(kinet_qp_get_state(p.qp[0]), KINET_QPS_RTS);
 	KT_CHECK_EQ(kt_poll_for(p.cq[0], 10, 8, wc), 0);
 	kt_buf_free(&loc);
 	kt_buf_free(&rem);
@@ -162,7 +162,7 @@ KT_TEST(wrap_mostly_unsignaled)
 			w[i] = kt_wr((uint64_t)(r * 8 + i), KINET_WR_NOP, i == 7 ? KINET_SEND_SIGNALED : 0,
 				     NULL, 0, 0, 0);
 		int bad = -1;
-		KT_OK(kinet_post_send(p.qp[0], w, 8, &bad));
+		KT_OK(kinet_qp_post_send(p.qp[0], w, 8, &bad));
 		KT_OK(kt_poll1(p.cq[0], &wc));
 		KT_OK(kt_wc_expect(&wc, (uint64_t)(r * 8 + 7), 0));
 	}
@@ -193,7 +193,7 @@ KT_TEST(shared_cq)
 		qa.rq_depth = 16;
 		qa.max_recv_sge = 1;
 		KT_OK(kinet_qp_create(ctx, &qa, &qp[i]));
-		KT_OK(kinet_qp_info(qp[i], &info[i]));
+		KT_OK(kinet_qp_pack(qp[i], &info[i]));
 	}
 	KT_CHECK(kinet_qp_num(qp[0]) != kinet_qp_num(qp[1]));
 	KT_OK(kinet_qp_connect(qp[0], &info[1]));
@@ -264,7 +264,7 @@ KT_TEST(overrun)
 	for (int i = 0; i < 8; i++)
 		w[i] = kt_wr((uint64_t)i, KINET_WR_NOP, KINET_SEND_SIGNALED, NULL, 0, 0, 0);
 	int bad = -1;
-	KT_OK(kinet_post_send(p.qp[0], w, 8, &bad));
+	KT_OK(kinet_qp_post_send(p.qp[0], w, 8, &bad));
 	KT_CHECK(kt_wait_state(p.qp[0], KINET_QPS_ERR, KT_DEADLINE_MS));
 	kt_sleep_ms(20);
 	int n = kinet_cq_poll(p.cq[0], 8, wc);
@@ -345,13 +345,13 @@ KT_TEST(overrun_ignored)
 	qa.send_cq = cq;
 	qa.sq_depth = 64;
 	KT_OK(kinet_qp_create(ctx, &qa, &qp));
-	KT_OK(kinet_qp_info(qp, &info));
+	KT_OK(kinet_qp_pack(qp, &info));
 	KT_OK(kinet_qp_connect(qp, &info));
 	struct kinet_send_wr w[N];
 	for (int i = 0; i < N; i++)
 		w[i] = kt_wr((uint64_t)i, KINET_WR_NOP, KINET_SEND_SIGNALED, NULL, 0, 0, 0);
 	int bad = -1;
-	KT_OK(kinet_post_send(qp, w, N, &bad));
+	KT_OK(kinet_qp_post_send(qp, w, N, &bad));
 	uint64_t deadline = kt_now_ms() + KT_DEADLINE_MS;
 	while (__atomic_load_n(&cq->pi, __ATOMIC_ACQUIRE) < N && kt_now_ms() < deadline)
 		kt_sleep_ms(1);
@@ -364,7 +364,7 @@ KT_TEST(overrun_ignored)
 	}
 	kt_sleep_ms(20);
 	KT_CHECK_EQ(__atomic_load_n(&cq->pi, __ATOMIC_ACQUIRE), N);
-	KT_CHECK_EQ(kinet_qp_state(qp), KINET_QPS_RTS);
+	KT_CHECK_EQ(kinet_qp_get_state(qp), KINET_QPS_RTS);
 	KT_CHECK(!atomic_load(&cq->overrun));
 	KT_OK(kinet_ctx_last_error(ctx, &err));
 	KT_CHECK_EQ(err.status, 0);

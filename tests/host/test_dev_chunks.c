@@ -4,7 +4,7 @@
  * The per-WQE limit is lowered to 4 KiB so this takes megabytes, not GiBs.
  */
 #define KINET_DEV_MAX_WQE_BYTES 4096ull
-#include "test_dev_common.h"
+#include "fixture.h"
 
 #define MB (1024 * 1024)
 
@@ -17,7 +17,7 @@ KT_TEST(split_in_rounds)
 		uint64_t tk = 0;
 		kd_opts_init(&o);
 		o.sq_depth = 16; /* rounds of 8 WQEs */
-		o.db_mode = kd_db_modes[m];
+		o.db_mode = kt_db_modes[m];
 		KT_OK(kd_pair_create(&p, &o));
 		struct kinet_dev_qp *d = p.s[0].d, *t = p.s[1].d;
 		KT_OK(kd_buf_alloc(p.ctx[0], &a, 2 * MB));
@@ -62,10 +62,10 @@ KT_TEST(split_in_rounds)
 		KT_CHECK_EQ(imm, 0xfeed);
 		KT_CHECK_EQ(len, 10000 - 2 * 4096); /* the byte count of the WQE that carried it */
 		KT_CHECK(memcmp(a.p, b.p + 64, 10000) == 0);
-		KT_CHECK_EQ(kinet_dev_rq_poll(t, &len, &imm, NULL), EAGAIN);
+		KT_CHECK_EQ(kinet_dev_rq_poll(t, &len, &imm, NULL), -EAGAIN);
 
 		KT_OK(kinet_dev_quiet(d));
-		printf("  %s: ok\n", kd_db_names[o.db_mode]);
+		printf("  %s: ok\n", kt_db_names[o.db_mode]);
 		kd_buf_free(&a);
 		kd_buf_free(&b);
 		kd_pair_destroy(&p);
@@ -80,7 +80,7 @@ KT_TEST(send_too_large)
 	uint64_t tk;
 	KT_OK(kd_pair_create(&p, NULL));
 	KT_OK(kd_buf_alloc(p.ctx[0], &a, 8192));
-	KT_CHECK_EQ(kinet_dev_send(p.s[0].d, a.p, a.key, 4097, &tk), EINVAL);
+	KT_CHECK_EQ(kinet_dev_send(p.s[0].d, a.p, a.key, 4097, &tk), -EINVAL);
 	KT_CHECK_EQ(p.s[0].d->sq_reserved, 0);
 	kd_buf_free(&a);
 	kd_pair_destroy(&p);

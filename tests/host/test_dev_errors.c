@@ -4,7 +4,7 @@
  * error CQEs surfacing as EIO with the right syndrome (never as "not yet"),
  * flushes after an error, receive errors, and argument errors.
  */
-#include "test_dev_common.h"
+#include "fixture.h"
 
 static int open_pair(struct kd_pair *p, uint32_t timeout_ms, uint32_t sq_depth, enum kinet_db_mode mode)
 {
@@ -26,7 +26,7 @@ KT_TEST(timeout_paused_engine)
 		struct kd_buf a, b;
 		struct kinet_error err;
 		uint64_t tk = 0;
-		KT_OK(open_pair(&p, 200, 16, kd_db_modes[m]));
+		KT_OK(open_pair(&p, 200, 16, kt_db_modes[m]));
 		struct kinet_dev_qp *d = p.s[0].d;
 		KT_OK(kd_buf_alloc(p.ctx[0], &a, 64));
 		KT_OK(kd_buf_alloc(p.ctx[1], &b, 64));
@@ -36,22 +36,22 @@ KT_TEST(timeout_paused_engine)
 		kinet_ctx_clear_error(p.ctx[0]);
 		memset(a.p, 7, 64);
 		KT_OK(kinet_dev_put(d, a.p, a.key, kd_addr(&b, 0), b.key, 64, &tk));
-		uint64_t t0 = kd_now_ms();
-		KT_CHECK_EQ(kinet_dev_wait(d, tk), ETIMEDOUT);
-		uint64_t ms = kd_now_ms() - t0;
+		uint64_t t0 = kt_now_ms();
+		KT_CHECK_EQ(kinet_dev_wait(d, tk), -ETIMEDOUT);
+		uint64_t ms = kt_now_ms() - t0;
 		KT_CHECK(ms >= 150 && ms < 2000);
-		KT_CHECK_EQ(kinet_dev_test(d, tk), EAGAIN);
+		KT_CHECK_EQ(kinet_dev_test(d, tk), -EAGAIN);
 		KT_OK(kinet_ctx_last_error(p.ctx[0], &err));
 		KT_CHECK_EQ(err.status, -ETIMEDOUT);
 		KT_CHECK_EQ(err.source, KINET_ERROR_SOURCE_DEVICE);
 		KT_CHECK_EQ(err.qpn, d->qpn);
 
 		/* signal_wait_until is bounded the same way */
-		t0 = kd_now_ms();
+		t0 = kt_now_ms();
 		KT_CHECK_EQ(kinet_dev_signal_wait_until(d, (uint64_t *)(void *)b.p, KINET_DEV_CMP_EQ, 12345,
 							NULL),
-			    ETIMEDOUT);
-		ms = kd_now_ms() - t0;
+			    -ETIMEDOUT);
+		ms = kt_now_ms() - t0;
 		KT_CHECK(ms >= 150 && ms < 2000);
 
 		/* a full queue: reserve gives up after the timeout holding nothing */
@@ -60,9 +60,9 @@ KT_TEST(timeout_paused_engine)
 			ok &= kinet_dev_put_inline(d, &ok, 8, kd_addr(&b, 8), b.key, NULL) == 0;
 		KT_CHECK(ok);
 		uint64_t reserved = d->sq_reserved;
-		t0 = kd_now_ms();
-		KT_CHECK_EQ(kinet_dev_put_inline(d, &ok, 8, kd_addr(&b, 8), b.key, &tk), ETIMEDOUT);
-		ms = kd_now_ms() - t0;
+		t0 = kt_now_ms();
+		KT_CHECK_EQ(kinet_dev_put_inline(d, &ok, 8, kd_addr(&b, 8), b.key, &tk), -ETIMEDOUT);
+		ms = kt_now_ms() - t0;
 		KT_CHECK(ms >= 150 && ms < 2000);
 		KT_CHECK_EQ(d->sq_reserved, reserved);
 
@@ -74,7 +74,7 @@ KT_TEST(timeout_paused_engine)
 		KT_OK(kinet_dev_put_inline(d, &ok, 8, kd_addr(&b, 8), b.key, &tk));
 		KT_OK(kinet_dev_wait(d, tk));
 		KT_CHECK_EQ(kinet_dev_qp_error(d), 0);
-		printf("  %s: ok\n", kd_db_names[kd_db_modes[m]]);
+		printf("  %s: ok\n", kt_db_names[kt_db_modes[m]]);
 		kd_buf_free(&a);
 		kd_buf_free(&b);
 		kd_pair_destroy(&p);
@@ -99,8 +99,8 @@ KT_TEST(remote_access_error)
 	KT_OK(kinet_dev_put(d, a.p, a.key, kd_addr(&b, 0), b.key ^ 0x5500, 100, &tk_bad));
 	KT_OK(kinet_dev_put(d, a.p, a.key, kd_addr(&b, 0), b.key, 100, &tk_after));
 	KT_OK(kinet_ctx_resume(p.ctx[0]));
-	KT_CHECK_EQ(kinet_dev_wait(d, tk_after), EIO);
-	KT_CHECK_EQ(kinet_dev_wait(d, tk_bad), EIO);
+	KT_CHECK_EQ(kinet_dev_wait(d, tk_after), -EIO);
+	KT_CHECK_EQ(kinet_dev_wait(d, tk_bad), -EIO);
 	KT_OK(kinet_dev_wait(d, tk_good)); /* before the error: fine */
 	KT_CHECK_EQ(kinet_dev_qp_error(d), KINET_SYND_REMOTE_ACCESS_ERR);
 	KT_CHECK_EQ(d->sq_error_idx, tk_bad - 1);
@@ -117,10 +117,10 @@ KT_TEST(remote_access_error)
 	KT_CHECK_EQ(err.syndrome, KINET_SYND_REMOTE_ACCESS_ERR);
 	/* new posts: EIO at once, nothing reserved */
 	uint64_t r = d->sq_reserved;
-	KT_CHECK_EQ(kinet_dev_put(d, a.p, a.key, kd_addr(&b, 0), b.key, 8, &tk_after), EIO);
-	KT_CHECK_EQ(kinet_dev_signal(d, kd_addr(&b, 0), b.key, 1, NULL), EIO);
+	KT_CHECK_EQ(kinet_dev_put(d, a.p, a.key, kd_addr(&b, 0), b.key, 8, &tk_after), -EIO);
+	KT_CHECK_EQ(kinet_dev_signal(d, kd_addr(&b, 0), b.key, 1, NULL), -EIO);
 	KT_CHECK_EQ(d->sq_reserved, r);
-	KT_CHECK_EQ(kinet_dev_quiet(d), EIO);
+	KT_CHECK_EQ(kinet_dev_quiet(d), -EIO);
 	kd_buf_free(&a);
 	kd_buf_free(&b);
 	kd_pair_destroy(&p);
@@ -137,7 +137,7 @@ KT_TEST(local_protection_error)
 	KT_OK(kd_buf_alloc(p.ctx[0], &a, 64));
 	KT_OK(kd_buf_alloc(p.ctx[1], &b, 64));
 	KT_OK(kinet_dev_fetch_add(d, (uint64_t *)(void *)a.p, a.key + 0x100, kd_addr(&b, 0), b.key, 1, &tk));
-	KT_CHECK_EQ(kinet_dev_wait(d, tk), EIO);
+	KT_CHECK_EQ(kinet_dev_wait(d, tk), -EIO);
 	KT_CHECK_EQ(kinet_dev_qp_error(d), KINET_SYND_LOCAL_PROT_ERR);
 	kd_buf_free(&a);
 	kd_buf_free(&b);
@@ -154,7 +154,7 @@ KT_TEST(rnr_error)
 	struct kinet_dev_qp *d = p.s[0].d;
 	KT_OK(kd_buf_alloc(p.ctx[0], &a, 64));
 	KT_OK(kinet_dev_send(d, a.p, a.key, 64, &tk));
-	KT_CHECK_EQ(kinet_dev_wait(d, tk), EIO);
+	KT_CHECK_EQ(kinet_dev_wait(d, tk), -EIO);
 	KT_CHECK_EQ(kinet_dev_qp_error(d), KINET_SYND_RNR_RETRY_EXC_ERR);
 	kd_buf_free(&a);
 	kd_pair_destroy(&p);
@@ -175,15 +175,15 @@ KT_TEST(receive_too_small)
 	KT_OK(kinet_dev_post_recv(t, b.p, b.key, 16, NULL));
 	KT_OK(kinet_dev_post_recv(t, b.p + 64, b.key, 16, NULL));
 	KT_OK(kinet_dev_send(d, a.p, a.key, 200, &tk));
-	KT_CHECK_EQ(kinet_dev_wait(d, tk), EIO);
+	KT_CHECK_EQ(kinet_dev_wait(d, tk), -EIO);
 	KT_CHECK(kinet_dev_qp_error(d) != 0);
-	KT_CHECK_EQ(kinet_dev_recv(t, &len, &imm, NULL), EIO);
+	KT_CHECK_EQ(kinet_dev_recv(t, &len, &imm, NULL), -EIO);
 	KT_CHECK(kinet_dev_qp_recv_error(t) != 0);
 	printf("  sender syndrome 0x%x, receiver syndrome 0x%x\n", kinet_dev_qp_error(d),
 	       kinet_dev_qp_recv_error(t));
 	/* from then on: EIO, never a hang */
-	KT_CHECK_EQ(kinet_dev_recv(t, &len, &imm, NULL), EIO);
-	KT_CHECK_EQ(kinet_dev_post_recv(t, b.p, b.key, 16, NULL), EIO);
+	KT_CHECK_EQ(kinet_dev_recv(t, &len, &imm, NULL), -EIO);
+	KT_CHECK_EQ(kinet_dev_post_recv(t, b.p, b.key, 16, NULL), -EIO);
 	kd_buf_free(&a);
 	kd_buf_free(&b);
 	kd_pair_destroy(&p);
@@ -204,7 +204,7 @@ KT_TEST(flush_on_host_error)
 	KT_OK(kinet_dev_put(d, a.p, a.key, kd_addr(&b, 0), b.key, 64, &tk));
 	KT_OK(kinet_qp_set_error(p.s[0].qp));
 	KT_OK(kinet_ctx_resume(p.ctx[0]));
-	KT_CHECK_EQ(kinet_dev_wait(d, tk), EIO);
+	KT_CHECK_EQ(kinet_dev_wait(d, tk), -EIO);
 	KT_CHECK_EQ(kinet_dev_qp_error(d), KINET_SYND_WR_FLUSH_ERR);
 	kd_buf_free(&a);
 	kd_buf_free(&b);
@@ -223,19 +223,19 @@ KT_TEST(invalid_arguments)
 	KT_OK(kd_pair_create(&p, &o));
 	struct kinet_dev_qp *d = p.s[0].d;
 	KT_OK(kd_buf_alloc(p.ctx[0], &a, 64));
-	KT_CHECK_EQ(kinet_dev_put_inline(d, big, 29, kd_addr(&a, 0), a.key, &tk), EINVAL);
-	KT_CHECK_EQ(kinet_dev_put_inline_warp(d, big, 64, kd_addr(&a, 0), a.key, &tk), EINVAL);
-	KT_CHECK_EQ(kinet_dev_sq_reserve(d, 0, &idx), EINVAL);
-	KT_CHECK_EQ(kinet_dev_sq_reserve(d, kinet_dev_sq_depth(d) + 1, &idx), EINVAL);
-	KT_CHECK_EQ(kinet_dev_post_recv(d, a.p, a.key, 8, NULL), EINVAL); /* no receive queue */
-	KT_CHECK_EQ(kinet_dev_recv(d, NULL, NULL, NULL), EINVAL);
-	KT_CHECK_EQ(kinet_dev_signal_wait_until(d, (uint64_t *)(void *)a.p, 99, 0, NULL), EINVAL);
+	KT_CHECK_EQ(kinet_dev_put_inline(d, big, 29, kd_addr(&a, 0), a.key, &tk), -EINVAL);
+	KT_CHECK_EQ(kinet_dev_put_inline_warp(d, big, 64, kd_addr(&a, 0), a.key, &tk), -EINVAL);
+	KT_CHECK_EQ(kinet_dev_sq_reserve(d, 0, &idx), -EINVAL);
+	KT_CHECK_EQ(kinet_dev_sq_reserve(d, kinet_dev_sq_depth(d) + 1, &idx), -EINVAL);
+	KT_CHECK_EQ(kinet_dev_post_recv(d, a.p, a.key, 8, NULL), -EINVAL); /* no receive queue */
+	KT_CHECK_EQ(kinet_dev_recv(d, NULL, NULL, NULL), -EINVAL);
+	KT_CHECK_EQ(kinet_dev_signal_wait_until(d, (uint64_t *)(void *)a.p, 99, 0, NULL), -EINVAL);
 	uint64_t scratch = d->scratch;
 	d->scratch = 0; /* no scratch buffer: signals cannot be posted */
-	KT_CHECK_EQ(kinet_dev_signal(d, kd_addr(&a, 0), a.key, 1, &tk), EINVAL);
+	KT_CHECK_EQ(kinet_dev_signal(d, kd_addr(&a, 0), a.key, 1, &tk), -EINVAL);
 	KT_CHECK_EQ(
 		kinet_dev_put_signal(d, a.p, a.key, kd_addr(&a, 8), a.key, 8, kd_addr(&a, 0), a.key, 1, &tk),
-		EINVAL);
+		-EINVAL);
 	d->scratch = scratch;
 	KT_CHECK_EQ(d->sq_reserved, 0);
 	KT_CHECK_EQ(kinet_dev_qp_error(d), 0);

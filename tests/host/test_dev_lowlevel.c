@@ -4,7 +4,7 @@
  * polled at an index, a WAIT on another QP's CQ, receive WQEs and the
  * receive CQ.
  */
-#include "test_dev_common.h"
+#include "fixture.h"
 
 /* Waits for the send CQE at ci with the low-level calls; returns its status
  * (0 or syndrome), -1 on timeout; consumes it. */
@@ -75,7 +75,7 @@ KT_TEST(layout_matches_wire)
 	uint8_t big[29] = {0};
 	KT_OK(kinet_dev_wqe_prep_write_inline(&q, 8, 0, big, 28, 0x5000, 13));
 	KT_CHECK_EQ(kinet_wqe_ctrl_ds((const struct kinet_wqe_ctrl_seg *)ring), 4);
-	KT_CHECK_EQ(kinet_dev_wqe_prep_write_inline(&q, 8, 0, big, 29, 0x5000, 13), EINVAL);
+	KT_CHECK_EQ(kinet_dev_wqe_prep_write_inline(&q, 8, 0, big, 29, 0x5000, 13), -EINVAL);
 
 	/* send-imm: ctrl(imm) + data; zero-length send: ctrl only */
 	kinet_dev_wqe_prep_send_imm(&q, 9, 0, (void *)0x1000, 7, 64, 0xdeadbeef);
@@ -197,7 +197,7 @@ static void ll_all_ops(enum kinet_db_mode mode)
 	kinet_dev_wqe_prep_wait(d, idx, KINET_DEV_WQE_SIGNALED, t->send_cq->cqn, 0);
 	kinet_dev_wqe_prep_nop(d, idx + 1, KINET_DEV_WQE_SIGNALED);
 	KT_OK(kinet_dev_sq_commit(d, idx, 2, NULL));
-	KT_CHECK_EQ(kinet_dev_cq_wait_at(d->send_cq, ci, 30000000ull, &e), ETIMEDOUT);
+	KT_CHECK_EQ(kinet_dev_cq_wait_at(d->send_cq, ci, 30000000ull, &e), -ETIMEDOUT);
 	KT_OK(kinet_dev_sq_reserve(t, 1, &tidx));
 	kinet_dev_wqe_prep_nop(t, tidx, KINET_DEV_WQE_SIGNALED);
 	KT_OK(kinet_dev_sq_commit(t, tidx, 1, NULL));
@@ -215,7 +215,7 @@ static void ll_all_ops(enum kinet_db_mode mode)
 	KT_OK(kinet_dev_rq_commit(t, ridx, 3));
 	uint32_t len = 0, imm = 0;
 	uint64_t rindex = 99;
-	KT_CHECK_EQ(kinet_dev_rq_poll(t, &len, &imm, &rindex), EAGAIN);
+	KT_CHECK_EQ(kinet_dev_rq_poll(t, &len, &imm, &rindex), -EAGAIN);
 	KT_OK(kinet_dev_sq_reserve(d, 3, &idx));
 	kinet_dev_wqe_prep_send(d, idx, KINET_DEV_WQE_SIGNALED, a.p, a.key, 100);
 	kinet_dev_wqe_prep_send_imm(d, idx + 1, KINET_DEV_WQE_SIGNALED, a.p + 100, a.key, 50, 0xabcdef01);
@@ -281,7 +281,7 @@ KT_TEST(wraparound_all_modes)
 		struct kd_buf a, b;
 		kd_opts_init(&o);
 		o.sq_depth = 8;
-		o.db_mode = kd_db_modes[m];
+		o.db_mode = kt_db_modes[m];
 		KT_OK(kd_pair_create(&p, &o));
 		struct kinet_dev_qp *d = p.s[0].d;
 		KT_OK(kd_buf_alloc(p.ctx[0], &a, 8));
@@ -298,7 +298,7 @@ KT_TEST(wraparound_all_modes)
 		KT_CHECK_EQ(t, 9000);
 		for (uint64_t i = 0; i < 1000; i++)
 			KT_CHECK_EQ(((uint64_t *)(void *)b.p)[i], 8000 + i);
-		printf("  %s: ok\n", kd_db_names[o.db_mode]);
+		printf("  %s: ok\n", kt_db_names[o.db_mode]);
 		kd_buf_free(&a);
 		kd_buf_free(&b);
 		kd_pair_destroy(&p);
@@ -316,11 +316,11 @@ KT_TEST(reserve_limits)
 	KT_OK(kd_pair_create(&p, &o));
 	struct kinet_dev_qp *d = p.s[0].d;
 	KT_CHECK_EQ(kinet_dev_sq_depth(d), 16);
-	KT_CHECK_EQ(kinet_dev_sq_reserve(d, 0, &idx), EINVAL);
-	KT_CHECK_EQ(kinet_dev_sq_reserve(d, 17, &idx), EINVAL);
+	KT_CHECK_EQ(kinet_dev_sq_reserve(d, 0, &idx), -EINVAL);
+	KT_CHECK_EQ(kinet_dev_sq_reserve(d, 17, &idx), -EINVAL);
 	/* RQ full: EAGAIN at once, nothing claimed */
 	KT_OK(kinet_dev_rq_reserve(d, 4, &idx));
-	KT_CHECK_EQ(kinet_dev_rq_reserve(d, 1, &idx), EAGAIN);
+	KT_CHECK_EQ(kinet_dev_rq_reserve(d, 1, &idx), -EAGAIN);
 	KT_CHECK_EQ(d->rq_reserved, 4);
 	kd_pair_destroy(&p);
 }

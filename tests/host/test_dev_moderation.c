@@ -11,7 +11,7 @@
  *  - posters of a shared QP ring for each other (every post lands, the
  *    doorbell only grows).
  */
-#include "test_dev_common.h"
+#include "fixture.h"
 
 #define MOD 16
 
@@ -79,12 +79,12 @@ KT_TEST(error_in_moderated_batch)
 	 * put 0 (idle queue) and put 7 (error) produce CQEs of their own. */
 	for (int i = 0; i < 12; i++)
 		put8(d, &b, i, i == 7 ? b.key ^ 0x100u : b.key, &tk[i]);
-	KT_CHECK_EQ(kinet_dev_wait(d, tk[11]), EIO);
+	KT_CHECK_EQ(kinet_dev_wait(d, tk[11]), -EIO);
 	KT_CHECK_EQ(kinet_dev_qp_error(d), (uint32_t)KINET_SYND_REMOTE_ACCESS_ERR);
 	KT_CHECK_EQ(d->sq_error_idx, 7u);
 	KT_OK(kinet_dev_wait(d, tk[6])); /* before the error: complete */
-	KT_CHECK_EQ(kinet_dev_wait(d, tk[7]), EIO);
-	KT_CHECK_EQ(kinet_dev_wait(d, tk[8]), EIO);
+	KT_CHECK_EQ(kinet_dev_wait(d, tk[7]), -EIO);
+	KT_CHECK_EQ(kinet_dev_wait(d, tk[8]), -EIO);
 	for (int i = 0; i < 7; i++)
 		KT_CHECK_EQ(((uint64_t *)(void *)b.p)[i], 1000u + (uint64_t)i);
 	KT_CHECK_EQ(kinet_ctx_last_error(p.ctx[0], &err), 0);
@@ -110,11 +110,11 @@ KT_TEST(wait_reads_the_word)
 	struct kinet_dev_cq *cq = d->send_cq;
 	KT_CHECK(cq->comp_word != NULL);
 	for (int round = 0; round < 3; round++) {
-		uint64_t ci = cq->ci, end = kd_now_ms() + 5000;
+		uint64_t ci = cq->ci, end = kt_now_ms() + 5000;
 		put8(d, &b, round, b.key, &tk); /* idle queue: asks for a CQE */
 		while (KINET_COMP_COUNT(__atomic_load_n(cq->comp_word, __ATOMIC_ACQUIRE)) !=
 			       (uint32_t)ci + 1 &&
-		       kd_now_ms() < end)
+		       kt_now_ms() < end)
 			;
 		struct kinet_cqe64 *c = &cq->cqes[ci & cq->mask];
 		__atomic_store_n(&c->op_own, (uint8_t)(KINET_CQE_INVALID << 4), __ATOMIC_RELAXED);

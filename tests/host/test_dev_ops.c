@@ -3,7 +3,7 @@
  * thread, _warp and _block form (groups of one here), in every doorbell
  * mode, with data checked byte for byte.
  */
-#include "test_dev_common.h"
+#include "fixture.h"
 
 #define BUF (256 * 1024)
 
@@ -81,7 +81,7 @@ static void verbs(enum kinet_db_mode mode)
 		KT_CHECK(memcmp(b->p + 64, local, 28) == 0);
 		KT_CHECK(memcmp(b->p + 128, local, 5) == 0);
 		KT_CHECK(memcmp(b->p + 192, local + 10, 3) == 0);
-		KT_CHECK_EQ(kinet_dev_put_inline(d, local, 29, kd_addr(b, 64), b->key, &tk), EINVAL);
+		KT_CHECK_EQ(kinet_dev_put_inline(d, local, 29, kd_addr(b, 64), b->key, &tk), -EINVAL);
 	}
 
 	/* fetch_add / compare_swap in the three forms */
@@ -149,7 +149,7 @@ static void verbs(enum kinet_db_mode mode)
 		KT_OK(kinet_dev_signal_wait_until(t, sig, KINET_DEV_CMP_LT, 37, NULL));
 		KT_OK(kinet_dev_signal_wait_until(t, sig, KINET_DEV_CMP_LE, 36, NULL));
 		KT_OK(kinet_dev_signal_wait_until(NULL, sig, KINET_DEV_CMP_EQ, 36, NULL));
-		KT_CHECK_EQ(kinet_dev_signal_wait_until(t, sig, 17, 36, NULL), EINVAL);
+		KT_CHECK_EQ(kinet_dev_signal_wait_until(t, sig, 17, 36, NULL), -EINVAL);
 	}
 
 	/* send / send_imm / write_imm against posted receives; recv forms */
@@ -201,7 +201,7 @@ static void verbs(enum kinet_db_mode mode)
 		KT_OK(kinet_dev_recv(t, NULL, &imm, &idx));
 		KT_CHECK_EQ(imm, 0x78);
 		KT_CHECK_EQ(idx, ridx[5]);
-		KT_CHECK_EQ(kinet_dev_rq_poll(t, &len, &imm, &idx), EAGAIN);
+		KT_CHECK_EQ(kinet_dev_rq_poll(t, &len, &imm, &idx), -EAGAIN);
 	}
 
 	/* fence, wait/quiet forms, test */

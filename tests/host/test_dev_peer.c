@@ -6,7 +6,7 @@
  * have done it); the same operations with KINET_P2P=off give the engine's
  * results, which the peer path must match, errors included.
  */
-#include "test_dev_common.h"
+#include "fixture.h"
 
 #define BUF (256 * 1024)
 
@@ -65,15 +65,15 @@ KT_TEST(path_selection)
 	KT_NEED_SOFT("the peer path (device loads and stores; a NIC QP has none)");
 	struct fx f;
 	KT_OK(fx_open(&f, "force", 2000, KINET_SHARE_GPU));
-	KT_CHECK_EQ(kinet_qp_path(f.p.s[0].qp), KINET_QP_PATH_PEER);
-	KT_CHECK_EQ(kinet_qp_path(f.p.s[1].qp), KINET_QP_PATH_PEER);
+	KT_CHECK_EQ(kinet_qp_get_path(f.p.s[0].qp), KINET_QP_PATH_PEER);
+	KT_CHECK_EQ(kinet_qp_get_path(f.p.s[1].qp), KINET_QP_PATH_PEER);
 	KT_CHECK(f.d->peer != NULL);
 	KT_CHECK(strcmp(kinet_qp_path_name(KINET_QP_PATH_PEER), "peer") == 0);
 	fx_close(&f);
 	const char *modes[2] = {"off", "auto"};
 	for (int i = 0; i < 2; i++) {
 		KT_OK(fx_open(&f, modes[i], 2000, KINET_SHARE_GPU));
-		KT_CHECK_EQ(kinet_qp_path(f.p.s[0].qp), KINET_QP_PATH_ENGINE);
+		KT_CHECK_EQ(kinet_qp_get_path(f.p.s[0].qp), KINET_QP_PATH_ENGINE);
 		KT_CHECK(f.d->peer == NULL);
 		KT_CHECK(strcmp(kinet_qp_path_name(KINET_QP_PATH_ENGINE), "engine") == 0);
 		fx_close(&f);
@@ -161,7 +161,7 @@ static void bad_ops(const char *p2p, uint8_t synd[3], int path)
 		struct kinet_mr *ro = NULL;
 		uint64_t tk = 0;
 		KT_OK(fx_open(&f, p2p, 1000, KINET_SHARE_GPU));
-		KT_CHECK_EQ(kinet_qp_path(f.p.s[0].qp), path);
+		KT_CHECK_EQ(kinet_qp_get_path(f.p.s[0].qp), path);
 		/* a second target region without REMOTE_WRITE */
 		KT_OK(kinet_mr_reg(f.p.ctx[1], f.b.p + 128 * 1024, 4096, KINET_ACCESS_REMOTE_READ, &ro));
 		memset(f.b.p, 0x5a, BUF);
@@ -174,7 +174,7 @@ static void bad_ops(const char *p2p, uint8_t synd[3], int path)
 		else
 			KT_OK(kinet_dev_put(f.d, f.a.p, f.a.key, kd_addr(&f.b, 128 * 1024), kinet_mr_rkey(ro),
 					    64, &tk));
-		KT_CHECK_EQ(kinet_dev_wait(f.d, tk), EIO);
+		KT_CHECK_EQ(kinet_dev_wait(f.d, tk), -EIO);
 		KT_OK(kinet_ctx_last_error(f.p.ctx[0], &err));
 		KT_CHECK_EQ(err.status, -EIO);
 		synd[c] = err.syndrome;
@@ -185,7 +185,7 @@ static void bad_ops(const char *p2p, uint8_t synd[3], int path)
 				break;
 			}
 		/* the QP is in error now, on both paths: later work fails */
-		KT_CHECK_EQ(kinet_dev_put(f.d, f.a.p, f.a.key, kd_addr(&f.b, 0), f.b.key, 8, &tk), EIO);
+		KT_CHECK_EQ(kinet_dev_put(f.d, f.a.p, f.a.key, kd_addr(&f.b, 0), f.b.key, 8, &tk), -EIO);
 		KT_OK(kinet_mr_dereg(ro));
 		fx_close(&f);
 	}
@@ -215,7 +215,7 @@ KT_TEST(windows_follow_registration)
 	KT_CHECK(mem != NULL);
 	memset(mem, 0, 4096);
 	KT_OK(fx_open(&f, "force", 1000, KINET_SHARE_GPU));
-	KT_OK(kinet_mr_reg(f.p.ctx[1], mem, 4096, KD_ACC_ALL, &late));
+	KT_OK(kinet_mr_reg(f.p.ctx[1], mem, 4096, KT_ACC_ALL, &late));
 	uint32_t key = kinet_mr_rkey(late);
 	fx_pause(&f, 1);
 	KT_OK(kinet_dev_put_inline(f.d, &v, 8, (uint64_t)(uintptr_t)(mem + 8), key, &tk));
@@ -225,7 +225,7 @@ KT_TEST(windows_follow_registration)
 	KT_OK(kinet_mr_dereg(late));
 	v = 100;
 	KT_OK(kinet_dev_put_inline(f.d, &v, 8, (uint64_t)(uintptr_t)(mem + 8), key, &tk));
-	KT_CHECK_EQ(kinet_dev_wait(f.d, tk), EIO);
+	KT_CHECK_EQ(kinet_dev_wait(f.d, tk), -EIO);
 	KT_CHECK_EQ(*(uint64_t *)(void *)(mem + 8), 99);
 	fx_close(&f);
 	free(mem);
@@ -286,7 +286,7 @@ KT_TEST(windows_many_slots)
 		mem[i] = (uint8_t *)aligned_alloc(64, 4096);
 		KT_CHECK(mem[i] != NULL);
 		memset(mem[i], 0, 4096);
-		KT_OK(kinet_mr_reg(f.p.ctx[1], mem[i], 4096, KD_ACC_ALL, &mr[i]));
+		KT_OK(kinet_mr_reg(f.p.ctx[1], mem[i], 4096, KT_ACC_ALL, &mr[i]));
 	}
 	fx_pause(&f, 1);
 	for (int i = 0; i < NREG; i++) {
@@ -356,9 +356,9 @@ KT_TEST(order_engine_then_peer)
 	r.f = &f;
 	r.ms = 100;
 	KT_OK(pthread_create(&t, NULL, resume_later, &r));
-	uint64_t t0 = kd_now_ms();
+	uint64_t t0 = kt_now_ms();
 	KT_OK(kinet_dev_put(d, f.a.p + 4096, f.a.key, kd_addr(&f.b, 0), f.b.key, 4096, &tk));
-	KT_CHECK(kd_now_ms() - t0 >= 80);
+	KT_CHECK(kt_now_ms() - t0 >= 80);
 	KT_CHECK(tk >= idx + 1);
 	KT_OK(kinet_dev_quiet(d));
 	pthread_join(t, NULL);
@@ -441,7 +441,7 @@ KT_TEST(target_context_closed)
 	int st = kinet_dev_put_inline(f.d, &v, 8, raddr, rkey, &tk);
 	if (!st)
 		st = kinet_dev_wait(f.d, tk);
-	KT_CHECK(st == EIO || st == ETIMEDOUT);
+	KT_CHECK(st == -EIO || st == -ETIMEDOUT);
 	/* f.p.s[1] CQs belonged to the closed context */
 	f.p.s[1].scq = f.p.s[1].rcq = NULL;
 	fx_close(&f);

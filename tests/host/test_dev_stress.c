@@ -8,7 +8,7 @@
  * duplicated), every record landed, every ticket completes, and a thread's
  * tickets grow in posting order.
  */
-#include "test_dev_common.h"
+#include "fixture.h"
 
 #define MAX_QPS 8
 
@@ -103,7 +103,7 @@ static void run(int nthreads, int nqps, int nops, enum kinet_qp_sharing sharing,
 	KT_OK(kd_buf_alloc(tctx, &s.results, 8 * total));
 	KT_OK(kd_buf_alloc(tctx, &s.src, 8 * total));
 
-	uint64_t t0 = kd_now_ms();
+	uint64_t t0 = kt_now_ms();
 	pthread_t th[64];
 	struct worker w[64];
 	for (int i = 0; i < nthreads; i++) {
@@ -121,7 +121,7 @@ static void run(int nthreads, int nqps, int nops, enum kinet_qp_sharing sharing,
 			bad++;
 		}
 	}
-	uint64_t ms = kd_now_ms() - t0;
+	uint64_t ms = kt_now_ms() - t0;
 	KT_CHECK_EQ(bad, 0);
 	KT_CHECK_EQ(*(uint64_t *)(void *)s.counter.p, total);
 	uint8_t *seen = (uint8_t *)calloc(total, 1);
@@ -141,7 +141,7 @@ static void run(int nthreads, int nqps, int nops, enum kinet_qp_sharing sharing,
 		KT_CHECK_EQ(kinet_dev_qp_error(d), 0);
 	}
 	printf("  %2d threads, %d QP(s), %-9s %-3s: %zu ops x 2 in %llu ms\n", nthreads, nqps,
-	       share_names[sharing], kd_db_names[mode], total, (unsigned long long)ms);
+	       share_names[sharing], kt_db_names[mode], total, (unsigned long long)ms);
 	kd_buf_free(&s.counter);
 	kd_buf_free(&s.records);
 	kd_buf_free(&s.results);
@@ -175,13 +175,13 @@ KT_TEST(one_qp_gpu)
 KT_TEST(eight_threads_each_db_mode)
 {
 	for (int m = 0; m < 3; m++)
-		run(8, 1, 2000, KINET_SHARE_GPU, kd_db_modes[m]);
+		run(8, 1, 2000, KINET_SHARE_GPU, kt_db_modes[m]);
 }
 
 KT_TEST(sixty_four_threads_each_db_mode)
 {
 	for (int m = 0; m < 3; m++)
-		run(64, 1, 300, KINET_SHARE_GPU, kd_db_modes[m]);
+		run(64, 1, 300, KINET_SHARE_GPU, kt_db_modes[m]);
 }
 
 KT_TEST(many_qps)

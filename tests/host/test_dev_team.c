@@ -289,8 +289,8 @@ static void body_errors(struct rank_ctx *rc)
 	a.t = rc->dev;
 	R_CHECK(rc, kinet_emu_launch(1, err_kernel, &a) == 0);
 	for (int i = 0; i < 6; i++)
-		R_CHECK(rc, a.st[i] == EINVAL);
-	R_CHECK(rc, a.st[6] == ETIMEDOUT);
+		R_CHECK(rc, a.st[i] == -EINVAL);
+	R_CHECK(rc, a.st[6] == -ETIMEDOUT);
 	/* The QP timeout (200 ms) bounds it. */
 	R_CHECK(rc, a.wait_ns >= 150000000ull && a.wait_ns < 5000000000ull);
 	R_CHECK(rc, a.st[7] == 0);

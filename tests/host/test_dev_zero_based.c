@@ -5,7 +5,7 @@
  * engine, which places them at base + offset.  Results are checked byte
  * for byte; an offset past the end fails as on the engine path.
  */
-#include "test_dev_common.h"
+#include "fixture.h"
 
 #define LEN 8192
 
@@ -21,14 +21,14 @@ KT_TEST(device_offsets)
 	o.two_ctx = 1;
 	o.timeout_ms = 2000;
 	KT_OK(kd_pair_create(&p, &o));
-	KT_CHECK_EQ(kinet_qp_path(p.s[0].qp), KINET_QP_PATH_PEER);
+	KT_CHECK_EQ(kinet_qp_get_path(p.s[0].qp), KINET_QP_PATH_PEER);
 	struct kinet_dev_qp *d = p.s[0].d;
 	/* a: the initiator's plain buffer; b: the target's, zero-based. */
 	KT_OK(kd_buf_alloc(p.ctx[0], &a, LEN));
 	b.p = (uint8_t *)aligned_alloc(64, LEN);
 	KT_CHECK(b.p != NULL);
 	memset(b.p, 0, LEN);
-	KT_OK(kinet_mr_reg(p.ctx[1], b.p, LEN, KD_ACC_ALL | KINET_ACCESS_ZERO_BASED, &b.mr));
+	KT_OK(kinet_mr_reg(p.ctx[1], b.p, LEN, KT_ACC_ALL | KINET_ACCESS_ZERO_BASED, &b.mr));
 	b.key = kinet_mr_rkey(b.mr);
 
 	kd_pattern(a.p, 3000, 9);
@@ -53,7 +53,7 @@ KT_TEST(device_offsets)
 	KT_CHECK_EQ(*word, 16);
 	/* Past the end: the remote access error of the engine path. */
 	KT_CHECK_EQ(kinet_dev_put(d, a.p, a.key, LEN - 8, b.key, 16, &tk), 0);
-	KT_CHECK_EQ(kinet_dev_wait(d, tk), EIO);
+	KT_CHECK_EQ(kinet_dev_wait(d, tk), -EIO);
 	KT_CHECK_EQ(kinet_dev_qp_error(d), KINET_SYND_REMOTE_ACCESS_ERR);
 
 	kinet_mr_dereg(b.mr);

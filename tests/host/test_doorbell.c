@@ -3,7 +3,7 @@
  * writes, reads and atomics complete with the right data, and the QP
  * reports the mode it was created with.
  */
-#include "common.h"
+#include "fixture.h"
 
 static void run_mode(enum kinet_db_mode mode, int engine_threads)
 {
@@ -60,7 +60,7 @@ static void run_mode(enum kinet_db_mode mode, int engine_threads)
 		w[n - 1].send_flags |= KINET_SEND_SIGNALED;
 		int bad = -1;
 		uint64_t before = *ctr;
-		KT_OK(kinet_post_send(p.qp[0], w, n, &bad));
+		KT_OK(kinet_qp_post_send(p.qp[0], w, n, &bad));
 		KT_OK(kt_poll1(p.cq[0], wc));
 		KT_OK(kt_wc_expect(wc, (uint64_t)(n - 1), 0));
 		int fas = 0;
@@ -154,7 +154,7 @@ KT_TEST(mixed_modes)
 		a.max_recv_sge = 1;
 		a.db_mode = modes[i];
 		KT_OK(kinet_qp_create(ctx, &a, &qp[i]));
-		KT_OK(kinet_qp_info(qp[i], &info[i]));
+		KT_OK(kinet_qp_pack(qp[i], &info[i]));
 	}
 	KT_OK(kinet_qp_connect(qp[0], &info[1]));
 	KT_OK(kinet_qp_connect(qp[1], &info[0]));

@@ -7,7 +7,7 @@
  * of these may lose work, the BlueFlame check must compare the slot the
  * copy belongs to, and a bad doorbell is logged once, not on every pass.
  */
-#include "common.h"
+#include "fixture.h"
 
 #include "soft.h" /* the software NIC's QP: its BlueFlame check */
 

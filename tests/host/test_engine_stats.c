@@ -3,7 +3,7 @@
  * counted once by the thread that ran it, busy time only while there was
  * work, and bad arguments refused.
  */
-#include "common.h"
+#include "fixture.h"
 
 #define NPAIRS 4
 #define NWRITES 64

@@ -4,7 +4,7 @@
  * flushes what follows; nothing outside a registered range (nor the target)
  * is touched, and the engine keeps working.
  */
-#include "common.h"
+#include "fixture.h"
 
 #define LEN 4096
 
@@ -55,7 +55,7 @@ static void expect_error(struct env *e, struct kinet_send_wr *bad, int synd)
 	KT_CHECK_EQ(wc.qp_num, kinet_qp_num(e->p.qp[0]));
 	KT_OK(kt_poll1(e->p.cq[0], &wc));
 	KT_OK(kt_wc_expect(&wc, 999, KINET_SYND_WR_FLUSH_ERR));
-	KT_CHECK_EQ(kinet_qp_state(e->p.qp[0]), KINET_QPS_ERR);
+	KT_CHECK_EQ(kinet_qp_get_state(e->p.qp[0]), KINET_QPS_ERR);
 	KT_CHECK(kt_mem_is(e->loc.p, 0x11, LEN));
 	KT_CHECK(kt_mem_is(e->rem.p, 0x22, LEN));
 	KT_CHECK(kt_buf_guards_ok(&e->loc));
@@ -238,7 +238,7 @@ static void rights_case(unsigned access, enum kinet_wr_opcode op, bool x_is_loca
 		}
 		KT_OK(kt_poll1(env.p.cq[0], &wc));
 		KT_OK(kt_wc_expect(&wc, 5, synd));
-		KT_CHECK_EQ(kinet_qp_state(env.p.qp[0]), KINET_QPS_ERR);
+		KT_CHECK_EQ(kinet_qp_get_state(env.p.qp[0]), KINET_QPS_ERR);
 		KT_CHECK(kt_mem_is(x.p, 0x33, 256));
 		KT_CHECK(kt_buf_guards_ok(&x));
 		KT_CHECK(kt_mem_is(env.loc.p, 0x11, LEN));
@@ -376,7 +376,7 @@ KT_TEST(error_mid_batch)
 	int bad = -1;
 	uint8_t before[256];
 	memcpy(before, env.loc.p, 256);
-	KT_OK(kinet_post_send(env.p.qp[0], w, 6, &bad));
+	KT_OK(kinet_qp_post_send(env.p.qp[0], w, 6, &bad));
 	KT_CHECK_EQ(kt_poll_n(env.p.cq[0], 5, wc, KT_DEADLINE_MS), 5);
 	KT_OK(kt_wc_expect(&wc[0], 1, 0));
 	KT_OK(kt_wc_expect(&wc[1], 2, KINET_SYND_LOCAL_PROT_ERR));
@@ -405,8 +405,8 @@ KT_TEST(error_is_per_qp)
 	KT_OK(kt_post(env.p.qp[0], &w));
 	KT_OK(kt_poll1(env.p.cq[0], &wc));
 	KT_OK(kt_wc_expect(&wc, 1, KINET_SYND_REMOTE_ACCESS_ERR));
-	KT_CHECK_EQ(kinet_qp_state(other.qp[0]), KINET_QPS_RTS);
-	KT_CHECK_EQ(kinet_qp_state(other.qp[1]), KINET_QPS_RTS);
+	KT_CHECK_EQ(kinet_qp_get_state(other.qp[0]), KINET_QPS_RTS);
+	KT_CHECK_EQ(kinet_qp_get_state(other.qp[1]), KINET_QPS_RTS);
 	w = kt_wr(2, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED, &s, 1, kt_addr(&env.rem, 0),
 		  kt_rkey(&env.rem));
 	KT_OK(kt_post(other.qp[0], &w));
@@ -427,13 +427,13 @@ KT_TEST(post_on_reset_qp)
 
 	KT_OK(kt_ctx_open(1, &ctx));
 	KT_OK(kt_pair_create_unconnected(&p, ctx, ctx, NULL));
-	KT_CHECK_EQ(kinet_qp_state(p.qp[0]), KINET_QPS_RESET);
+	KT_CHECK_EQ(kinet_qp_get_state(p.qp[0]), KINET_QPS_RESET);
 	struct kinet_send_wr w = kt_wr(1, KINET_WR_NOP, KINET_SEND_SIGNALED, NULL, 0, 0, 0);
 	KT_CHECK_EQ(kt_post(p.qp[0], &w), -EINVAL);
 	KT_CHECK_EQ(kt_poll_for(p.cq[0], 20, 1, &wc), 0);
 	/* Connecting afterwards works, and nothing stale runs. */
 	KT_OK(kt_pair_connect(&p));
-	KT_CHECK_EQ(kinet_qp_state(p.qp[0]), KINET_QPS_RTS);
+	KT_CHECK_EQ(kinet_qp_get_state(p.qp[0]), KINET_QPS_RTS);
 	w.wr_id = 2;
 	KT_OK(kt_post(p.qp[0], &w));
 	KT_OK(kt_poll1(p.cq[0], &wc));
@@ -451,7 +451,7 @@ KT_TEST(set_error_flushes)
 	env_open(&env);
 	KT_CHECK(env.ok);
 	KT_OK(kinet_qp_set_error(env.p.qp[0]));
-	KT_CHECK_EQ(kinet_qp_state(env.p.qp[0]), KINET_QPS_ERR);
+	KT_CHECK_EQ(kinet_qp_get_state(env.p.qp[0]), KINET_QPS_ERR);
 	struct kinet_sge s = kt_sge(&env.loc, 0, 64);
 	struct kinet_send_wr w[3] = {
 		kt_wr(1, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED, &s, 1, kt_addr(&env.rem, 0),
@@ -461,14 +461,14 @@ KT_TEST(set_error_flushes)
 		kt_wr(3, KINET_WR_NOP, KINET_SEND_SIGNALED, NULL, 0, 0, 0),
 	};
 	int bad = -1;
-	KT_OK(kinet_post_send(env.p.qp[0], w, 3, &bad));
+	KT_OK(kinet_qp_post_send(env.p.qp[0], w, 3, &bad));
 	KT_CHECK_EQ(kt_poll_n(env.p.cq[0], 3, wc, KT_DEADLINE_MS), 3);
 	for (int i = 0; i < 3; i++)
 		KT_OK(kt_wc_expect(&wc[i], (uint64_t)i + 1, KINET_SYND_WR_FLUSH_ERR));
 	KT_CHECK(kt_mem_is(env.rem.p, 0x22, LEN));
 	KT_CHECK(kt_mem_is(env.loc.p, 0x11, LEN));
 	/* The peer is unaffected by our local transition. */
-	KT_CHECK_EQ(kinet_qp_state(env.p.qp[1]), KINET_QPS_RTS);
+	KT_CHECK_EQ(kinet_qp_get_state(env.p.qp[1]), KINET_QPS_RTS);
 	env_close(&env);
 }
 

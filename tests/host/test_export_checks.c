@@ -4,7 +4,7 @@
  * needs its own (not shared, not one for both queues), deeper than its
  * queues; a QP without a receive queue needs no receive CQ.
  */
-#include "common.h"
+#include "fixture.h"
 
 struct env {
 	struct kinet_ctx *ctx;

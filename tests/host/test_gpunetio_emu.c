@@ -15,7 +15,7 @@
  * and every count is checked.  The real headers on a GPU:
  * tests/gpu/test_gpunetio.cu.
  */
-#include "common.h"
+#include "fixture.h"
 
 #include "kinet/gpunetio.h"
 
@@ -344,7 +344,7 @@ static int emu_open(struct emu *e, enum kinet_db_mode mode)
 		qa.db_mode = mode;
 		rc = kinet_qp_create(e->ctx, &qa, &e->qp[i]);
 		if (!rc)
-			rc = kinet_qp_info(e->qp[i], &info[i]);
+			rc = kinet_qp_pack(e->qp[i], &info[i]);
 	}
 	for (int i = 0; i < 4 && !rc; i++)
 		rc = kinet_qp_connect(e->qp[i], &info[i ^ 2]);
@@ -411,7 +411,7 @@ static void run(enum kinet_db_mode mode)
 	KT_OK(kinet_ctx_last_error(e.ctx, &err));
 	KT_CHECK_EQ(err.status, 0);
 	for (int i = 0; i < 4; i++)
-		KT_CHECK_EQ(kinet_qp_state(e.qp[i]), KINET_QPS_RTS);
+		KT_CHECK_EQ(kinet_qp_get_state(e.qp[i]), KINET_QPS_RTS);
 	KT_CHECK(kt_buf_guards_ok(&e.dst));
 	emu_close(&e);
 }

@@ -6,7 +6,7 @@
  * enough, nothing posted yet) refused with -EINVAL when unmet; and one
  * device API per QP.
  */
-#include "common.h"
+#include "fixture.h"
 
 #include "internal.h"
 #include "kinet/gpunetio.h"
@@ -112,7 +112,7 @@ static void fields(enum kinet_db_mode mode)
 	/* Once exported: the same descriptor again; the send and receive
 	 * queues belong to device code; no second device API. */
 	struct kinet_qp_info info;
-	KT_OK(kinet_qp_info(g.qp, &info));
+	KT_OK(kinet_qp_pack(g.qp, &info));
 	KT_OK(kinet_qp_connect(g.qp, &info));
 	KT_OK(kinet_qp_export_gpunetio(g.qp, &again));
 	KT_CHECK(again == d);
@@ -167,7 +167,7 @@ KT_TEST(refused)
 	KT_OK(gx_open(&g, KINET_DB_CPU, 0, 16, 0));
 	KT_CHECK_EQ(kinet_qp_export_gpunetio(g.qp, &d), -EINVAL); /* overrun not ignored */
 	KT_CHECK(d == NULL);
-	KT_OK(kinet_qp_info(g.qp, &info));
+	KT_OK(kinet_qp_pack(g.qp, &info));
 	KT_OK(kinet_qp_connect(g.qp, &info));
 	struct kinet_send_wr w = kt_wr(1, KINET_WR_NOP, KINET_SEND_SIGNALED, NULL, 0, 0, 0);
 	KT_OK(kt_post(g.qp, &w));
@@ -180,7 +180,7 @@ KT_TEST(refused)
 
 	/* Something posted and completed already. */
 	KT_OK(gx_open(&g, KINET_DB_CPU, KINET_CQ_IGNORE_OVERRUN, 16, 0));
-	KT_OK(kinet_qp_info(g.qp, &info));
+	KT_OK(kinet_qp_pack(g.qp, &info));
 	KT_OK(kinet_qp_connect(g.qp, &info));
 	KT_OK(kt_post(g.qp, &w));
 	KT_OK(kt_poll1(g.scq, &wc));
@@ -228,13 +228,13 @@ KT_TEST(cq_alone)
 	struct kinet_wc wc[3];
 
 	KT_OK(gx_open(&g, KINET_DB_CPU, 0, 16, 0));
-	KT_OK(kinet_qp_info(g.qp, &info));
+	KT_OK(kinet_qp_pack(g.qp, &info));
 	KT_OK(kinet_qp_connect(g.qp, &info));
 	struct kinet_send_wr w[3];
 	for (int i = 0; i < 3; i++)
 		w[i] = kt_wr((uint64_t)i, KINET_WR_NOP, KINET_SEND_SIGNALED, NULL, 0, 0, 0);
 	int bad = -1;
-	KT_OK(kinet_post_send(g.qp, w, 3, &bad));
+	KT_OK(kinet_qp_post_send(g.qp, w, 3, &bad));
 	KT_CHECK_EQ(kt_poll_n(g.scq, 3, wc, KT_DEADLINE_MS), 3);
 	KT_OK(kinet_cq_export_gpunetio(g.scq, &d));
 	check_cq(d, g.scq, 3);

@@ -6,7 +6,7 @@
  * segments GPUNetIO's device code uses equal to kinet's.  Skipped when the
  * header is not installed.
  */
-#include "common.h"
+#include "fixture.h"
 
 #include "kinet/gpunetio.h"
 

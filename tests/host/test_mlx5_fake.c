@@ -11,8 +11,8 @@
  */
 #include <dlfcn.h>
 
-#include "common.h"
 #include "fake_rdma.h"
+#include "fixture.h"
 #include "kinet/device/types.h"
 
 static struct fake_rdma *F;
@@ -211,7 +211,7 @@ KT_TEST(queues)
 	KT_CHECK(r->has_td);
 	KT_CHECK_EQ(r->sq_cnt, 128);
 	KT_CHECK_EQ(kinet_qp_db_mode(qp), KINET_DB_GPU); /* AUTO on a NIC */
-	KT_CHECK_EQ(kinet_qp_state(qp), KINET_QPS_RESET);
+	KT_CHECK_EQ(kinet_qp_get_state(qp), KINET_QPS_RESET);
 
 	/* The exported descriptor names the NIC's queues. */
 	KT_OK(kinet_qp_export(qp, &d));
@@ -300,7 +300,7 @@ KT_TEST(connect)
 	for (int i = 0; i < 2; i++) {
 		r[i] = qp_rec(p.qp[i]);
 		KT_CHECK(r[i] && r[i]->state == IBV_QPS_RTS);
-		KT_CHECK_EQ(kinet_qp_state(p.qp[i]), KINET_QPS_RTS);
+		KT_CHECK_EQ(kinet_qp_get_state(p.qp[i]), KINET_QPS_RTS);
 	}
 	for (int i = 0; i < 2; i++) {
 		const struct ibv_qp_attr *init = &r[i]->to[IBV_QPS_INIT], *rtr = &r[i]->to[IBV_QPS_RTR],
@@ -332,8 +332,8 @@ KT_TEST(connect)
 	/* The peer's smaller active MTU wins, and so does KINET_MLX5_MTU. */
 	struct kinet_qp_info info[2];
 	KT_OK(kt_pair_create_unconnected(&p, ctx, ctx, &o));
-	KT_OK(kinet_qp_info(p.qp[0], &info[0]));
-	KT_OK(kinet_qp_info(p.qp[1], &info[1]));
+	KT_OK(kinet_qp_pack(p.qp[0], &info[0]));
+	KT_OK(kinet_qp_pack(p.qp[1], &info[1]));
 	info[1].transport[7] = IBV_MTU_512;
 	KT_OK(kinet_qp_connect(p.qp[0], &info[1]));
 	KT_CHECK_EQ(qp_rec(p.qp[0])->to[IBV_QPS_RTR].path_mtu, IBV_MTU_512);
@@ -357,18 +357,18 @@ KT_TEST(connect_failures)
 	KT_OK(open_mlx5(&ctx));
 	pair_opts(&o, KINET_DB_AUTO);
 	KT_OK(kt_pair_create_unconnected(&p, ctx, ctx, &o));
-	KT_OK(kinet_qp_info(p.qp[0], &info[0]));
-	KT_OK(kinet_qp_info(p.qp[1], &info[1]));
+	KT_OK(kinet_qp_pack(p.qp[0], &info[0]));
+	KT_OK(kinet_qp_pack(p.qp[1], &info[1]));
 	/* Another provider's info (the software NIC starts with a host id). */
 	soft = info[1];
 	memset(soft.transport, 0x11, sizeof(soft.transport));
 	KT_CHECK_EQ(kinet_qp_connect(p.qp[0], &soft), -EPROTO);
-	KT_CHECK_EQ(kinet_qp_state(p.qp[0]), KINET_QPS_RESET);
+	KT_CHECK_EQ(kinet_qp_get_state(p.qp[0]), KINET_QPS_RESET);
 	/* The NIC refuses RTR: back to RESET, and a second try works. */
 	F->fail_state = IBV_QPS_RTR;
 	F->fail_errno = EINVAL;
 	KT_CHECK_EQ(kinet_qp_connect(p.qp[0], &info[1]), -EINVAL);
-	KT_CHECK_EQ(kinet_qp_state(p.qp[0]), KINET_QPS_RESET);
+	KT_CHECK_EQ(kinet_qp_get_state(p.qp[0]), KINET_QPS_RESET);
 	KT_CHECK_EQ(qp_rec(p.qp[0])->state, IBV_QPS_RESET);
 	KT_OK(kinet_qp_connect(p.qp[0], &info[1]));
 	KT_CHECK_EQ(qp_rec(p.qp[0])->state, IBV_QPS_RTS);
@@ -402,7 +402,7 @@ KT_TEST(host_doorbell)
 	for (int i = 0; i < 3; i++)
 		wr[i] = kt_wr(10 + i, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED, &sge, 1, kt_addr(&dst, 0),
 			      kt_rkey(&dst));
-	KT_OK(kinet_post_send(p.qp[0], wr, 1, NULL));
+	KT_OK(kinet_qp_post_send(p.qp[0], wr, 1, NULL));
 	/* The WQE in the NIC's ring, with the NIC's keys. */
 	const struct kinet_wqe_ctrl_seg *c = (const void *)r->sq;
 	KT_CHECK_EQ(kinet_be32(c->opmod_idx_opcode) & 0xff, KINET_WQE_OP_RDMA_WRITE);
@@ -411,7 +411,7 @@ KT_TEST(host_doorbell)
 	KT_CHECK_EQ(kinet_be32(ra->rkey), kinet_mr_rkey(dst.mr));
 	KT_CHECK_EQ(dbrec_value(r, KINET_DBR_SEND), htobe32(1));
 	KT_CHECK_EQ(uar_value(r), doorbell(r->qpn, 1));
-	KT_OK(kinet_post_send(p.qp[0], wr + 1, 2, NULL));
+	KT_OK(kinet_qp_post_send(p.qp[0], wr + 1, 2, NULL));
 	KT_CHECK_EQ(dbrec_value(r, KINET_DBR_SEND), htobe32(3));
 	KT_CHECK_EQ(uar_value(r), doorbell(r->qpn, 3));
 	/* Receives: the record only (the NIC reads it). */
@@ -455,7 +455,7 @@ KT_TEST(cpu_assisted)
 		qa.sq_depth = 16;
 		qa.db_mode = KINET_DB_CPU;
 		KT_OK(kinet_qp_create(ctx, &qa, &qp[i]));
-		KT_OK(kinet_qp_info(qp[i], &info[i]));
+		KT_OK(kinet_qp_pack(qp[i], &info[i]));
 	}
 	KT_OK(kinet_qp_connect(qp[0], &info[1]));
 	KT_OK(kinet_qp_connect(qp[1], &info[0]));
@@ -515,7 +515,7 @@ KT_TEST(error_cqe)
 	KT_CHECK_EQ(wc[0].qp_num, qpn);
 	KT_CHECK_EQ(wc[0].opcode, KINET_WC_RDMA_WRITE);
 	KT_CHECK_EQ(c->dbrec[0], htobe32(1)); /* consumer index published */
-	KT_CHECK_EQ(kinet_qp_state(p.qp[0]), KINET_QPS_ERR);
+	KT_CHECK_EQ(kinet_qp_get_state(p.qp[0]), KINET_QPS_ERR);
 	KT_OK(kinet_ctx_last_error(ctx, &err));
 	KT_CHECK_EQ(err.status, -EIO);
 	KT_CHECK_EQ(err.qpn, qpn);
@@ -530,9 +530,9 @@ KT_TEST(error_cqe)
 	KT_CHECK_EQ(err.syndrome, KINET_SYND_REMOTE_ACCESS_ERR);
 
 	/* The NIC moves a QP to the error state by itself: kinet asks it. */
-	KT_CHECK_EQ(kinet_qp_state(p.qp[1]), KINET_QPS_RTS);
+	KT_CHECK_EQ(kinet_qp_get_state(p.qp[1]), KINET_QPS_RTS);
 	qp_rec(p.qp[1])->state = IBV_QPS_ERR;
-	KT_CHECK_EQ(kinet_qp_state(p.qp[1]), KINET_QPS_ERR);
+	KT_CHECK_EQ(kinet_qp_get_state(p.qp[1]), KINET_QPS_ERR);
 	kt_pair_destroy(&p);
 
 	/* kinet_qp_set_error moves the NIC's QP too (its work is flushed). */
@@ -567,13 +567,13 @@ KT_TEST(async_events)
 	KT_OK(kinet_ctx_last_error(ctx, &err));
 	KT_CHECK_EQ(err.status, -EIO);
 	KT_CHECK_EQ(err.qpn, kinet_qp_num(p.qp[1]));
-	KT_CHECK_EQ(kinet_qp_state(p.qp[0]), KINET_QPS_RTS);
+	KT_CHECK_EQ(kinet_qp_get_state(p.qp[0]), KINET_QPS_RTS);
 	push_event(IBV_EVENT_CQ_ERR, NULL, cq_rec(p.cq[0])->ibcq);
 	for (uint64_t end = kt_now_ms() + 2000;
 	     kt_now_ms() < end && kinet_cq_poll(p.cq[0], 1, &wc) != -EOVERFLOW;)
 		kt_sleep_ms(1);
 	KT_CHECK_EQ(kinet_cq_poll(p.cq[0], 1, &wc), -EOVERFLOW);
-	KT_CHECK_EQ(kinet_qp_state(p.qp[0]), KINET_QPS_ERR);
+	KT_CHECK_EQ(kinet_qp_get_state(p.qp[0]), KINET_QPS_ERR);
 	pthread_mutex_lock(&F->lock);
 	int now_acked = F->ev_acked;
 	pthread_mutex_unlock(&F->lock);

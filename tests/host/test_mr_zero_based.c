@@ -4,7 +4,7 @@
  * lkey and in receive WQEs; ranges are checked against [0, length); the
  * packed info says address 0.  ctest also runs this suite over the node transport.
  */
-#include "common.h"
+#include "fixture.h"
 
 #define LEN 4096
 #define ZB (KT_ACC_ALL | KINET_ACCESS_ZERO_BASED)

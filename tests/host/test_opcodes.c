@@ -2,7 +2,7 @@
  * Every opcode with host memory, between two QPs of one context and between
  * QPs of two contexts of one process (local transport).
  */
-#include "common.h"
+#include "fixture.h"
 
 #define LOC_LEN (1u << 20)
 #define REM_LEN (1u << 20)
@@ -36,8 +36,8 @@ static void env_open(struct env *e, bool two)
 	else
 		e->c[1] = e->c[0];
 	KT_OK(kt_pair_create(&e->p, e->c[0], e->c[1], NULL));
-	KT_CHECK_EQ(kinet_qp_state(e->p.qp[0]), KINET_QPS_RTS);
-	KT_CHECK_EQ(kinet_qp_state(e->p.qp[1]), KINET_QPS_RTS);
+	KT_CHECK_EQ(kinet_qp_get_state(e->p.qp[0]), KINET_QPS_RTS);
+	KT_CHECK_EQ(kinet_qp_get_state(e->p.qp[1]), KINET_QPS_RTS);
 	KT_OK(kt_buf_alloc(e->c[0], &e->loc, LOC_LEN, KT_ACC_ALL, 0x11));
 	KT_OK(kt_buf_alloc(e->c[1], &e->rem, REM_LEN, KT_ACC_ALL, 0x22));
 	e->ok = 1;

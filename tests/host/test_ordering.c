@@ -2,7 +2,7 @@
  * Operations of one QP take effect in posting order; the fence flag makes a
  * WQE wait for earlier reads and atomics.
  */
-#include "common.h"
+#include "fixture.h"
 
 struct env {
 	struct kinet_ctx *ctx;
@@ -76,7 +76,7 @@ static void mixed(int threads, bool batch)
 		w[2].compare_add = 3;
 		if (batch) {
 			int bad = -1;
-			KT_OK(kinet_post_send(e.p.qp[0], w, 6, &bad));
+			KT_OK(kinet_qp_post_send(e.p.qp[0], w, 6, &bad));
 		} else {
 			for (int i = 0; i < 6; i++)
 				KT_OK(kt_post(e.p.qp[0], &w[i]));
@@ -145,7 +145,7 @@ KT_TEST(completion_order)
 		}
 	}
 	int bad = -1;
-	KT_OK(kinet_post_send(e.p.qp[0], w, 256, &bad));
+	KT_OK(kinet_qp_post_send(e.p.qp[0], w, 256, &bad));
 	KT_CHECK_EQ(kt_poll_n(e.p.cq[0], 256, wc, KT_DEADLINE_MS), 256);
 	for (int i = 0; i < 256; i++) {
 		KT_OK(kt_wc_expect(&wc[i], (uint64_t)i, 0));
@@ -184,7 +184,7 @@ KT_TEST(fence)
 		};
 		w[2].compare_add = 1;
 		int bad = -1;
-		KT_OK(kinet_post_send(e.p.qp[0], w, 4, &bad));
+		KT_OK(kinet_qp_post_send(e.p.qp[0], w, 4, &bad));
 		KT_OK(kt_poll1(e.p.cq[0], &wc));
 		KT_OK(kt_wc_expect(&wc, 4, 0));
 		uint64_t got, got2;

@@ -5,7 +5,7 @@
  * overlapping ranges (ASan reports memcpy-param-overlap).  The result is
  * now that of memmove, for both directions of overlap.
  */
-#include "common.h"
+#include "fixture.h"
 
 #define LEN 4096
 #define SHIFT 1000

@@ -9,7 +9,7 @@
 #define _GNU_SOURCE
 #include <sched.h>
 
-#include "common.h"
+#include "fixture.h"
 #include "internal.h"
 
 /* kinet_emu_launch's count of emulated device threads. */

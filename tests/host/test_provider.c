@@ -5,7 +5,7 @@
  * KINET_PROVIDER environment variable is honoured when the attribute is
  * NULL.  Also the host-only context and the engine-thread count.
  */
-#include "common.h"
+#include "fixture.h"
 
 static int open_with(const char *provider, struct kinet_ctx **ctx)
 {

@@ -2,7 +2,7 @@
  * Receive side: RNR retry and its limit, receive queue exhaustion, a send
  * longer than the receive buffers, flush of posted receives.
  */
-#include "common.h"
+#include "fixture.h"
 
 struct env {
 	struct kinet_ctx *ctx;
@@ -56,7 +56,7 @@ static void rnr_exceeded(enum kinet_wr_opcode op)
 	KT_CHECK(dt < 2000);
 	KT_OK(kt_poll1(e.p.cq[0], &wc));
 	KT_OK(kt_wc_expect(&wc, 6, KINET_SYND_WR_FLUSH_ERR));
-	KT_CHECK_EQ(kinet_qp_state(e.p.qp[0]), KINET_QPS_ERR);
+	KT_CHECK_EQ(kinet_qp_get_state(e.p.qp[0]), KINET_QPS_ERR);
 	KT_CHECK(kt_mem_is(e.rem.p, 0x22, e.rem.len));
 	KT_CHECK(kt_buf_guards_ok(&e.rem));
 	KT_CHECK_EQ(kt_poll_for(e.p.cq[1], 10, 1, &wc), 0);
@@ -111,7 +111,7 @@ KT_TEST(rnr_recovers)
 	KT_OK(kt_wc_expect(&wc, 9, 0));
 	KT_CHECK_EQ(wc.byte_len, 100);
 	KT_CHECK(memcmp(e.rem.p, e.loc.p, 100) == 0);
-	KT_CHECK_EQ(kinet_qp_state(e.p.qp[0]), KINET_QPS_RTS);
+	KT_CHECK_EQ(kinet_qp_get_state(e.p.qp[0]), KINET_QPS_RTS);
 	env_close(&e);
 }
 
@@ -145,7 +145,7 @@ KT_TEST(exhaustion)
 		KT_CHECK_EQ(e.rem.p[i * 256], i + 1);
 	}
 	KT_CHECK(kt_mem_is(e.rem.p + N * 256, 0x22, e.rem.len - N * 256));
-	KT_CHECK_EQ(kinet_qp_state(e.p.qp[0]), KINET_QPS_ERR);
+	KT_CHECK_EQ(kinet_qp_get_state(e.p.qp[0]), KINET_QPS_ERR);
 	env_close(&e);
 }
 
@@ -213,7 +213,7 @@ KT_TEST(recv_too_small)
 	KT_OK(kt_wc_expect(&wc, 1, KINET_SYND_REMOTE_INVAL_REQ_ERR));
 	KT_OK(kt_poll1(e.p.cq[1], &wc));
 	KT_OK(kt_wc_expect(&wc, 77, KINET_SYND_LOCAL_LENGTH_ERR));
-	KT_CHECK_EQ(kinet_qp_state(e.p.qp[0]), KINET_QPS_ERR);
+	KT_CHECK_EQ(kinet_qp_get_state(e.p.qp[0]), KINET_QPS_ERR);
 	KT_CHECK(kt_mem_is(e.rem.p, 0x22, 100));
 	KT_CHECK(kt_mem_is(e.rem.p + 116, 0x22, 84));
 	KT_CHECK(kt_mem_is(e.rem.p + 216, 0x22, e.rem.len - 216));
@@ -234,7 +234,7 @@ KT_TEST(recv_flush)
 		KT_OK(kt_post_recv(e.p.qp[1], 40 + (uint64_t)i, &r, 1));
 	}
 	KT_OK(kinet_qp_set_error(e.p.qp[1]));
-	KT_CHECK_EQ(kinet_qp_state(e.p.qp[1]), KINET_QPS_ERR);
+	KT_CHECK_EQ(kinet_qp_get_state(e.p.qp[1]), KINET_QPS_ERR);
 	KT_CHECK_EQ(kt_poll_n(e.p.cq[1], 3, wc, KT_DEADLINE_MS), 3);
 	for (int i = 0; i < 3; i++)
 		KT_OK(kt_wc_expect(&wc[i], 40 + (uint64_t)i, KINET_SYND_WR_FLUSH_ERR));

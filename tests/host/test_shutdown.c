@@ -3,7 +3,7 @@
  * with large writes queued and sends waiting for receives returns promptly
  * and crashes nothing.  Engine pause and resume.
  */
-#include "common.h"
+#include "fixture.h"
 
 #define BIG (4u << 20)
 
@@ -154,7 +154,7 @@ KT_TEST(target_gone)
 	KT_OK(kt_poll1(p.cq[0], &wc));
 	KT_CHECK_EQ(wc.wr_id, 7);
 	KT_CHECK(wc.status != 0);
-	KT_CHECK_EQ(kinet_qp_state(p.qp[0]), KINET_QPS_ERR);
+	KT_CHECK_EQ(kinet_qp_get_state(p.qp[0]), KINET_QPS_ERR);
 	kt_buf_free(&src);
 	kt_buf_free(&dst);
 	kt_pair_destroy(&p);

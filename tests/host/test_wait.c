@@ -5,7 +5,7 @@
  * Error paths: an unknown CQ, a malformed WAIT, a CQ destroyed while
  * waited on; a blocked WAIT released by moving its QP to error.
  */
-#include "common.h"
+#include "fixture.h"
 
 struct wait_test {
 	struct kinet_ctx *ctx;
@@ -36,7 +36,7 @@ static int wait_test_open(struct wait_test *t)
 		qa.timeout_ms = 2000;
 		rc = kinet_qp_create(t->ctx, &qa, &t->qp[i]);
 		if (!rc)
-			rc = kinet_qp_info(t->qp[i], &info);
+			rc = kinet_qp_pack(t->qp[i], &info);
 		if (!rc)
 			rc = kinet_qp_connect(t->qp[i], &info);
 	}
@@ -71,7 +71,7 @@ static int post_wait_raw(struct kinet_qp *qp, uint32_t cqn, uint32_t max_index, 
 	kinet_wqe_set_ctrl(ctrl, KINET_WQE_OP_WAIT, 0, kinet_qp_num(qp), ds, KINET_WQE_CTRL_CQ_UPDATE, 0);
 	ctrl->opmod_idx_opcode |= kinet_be32((uint32_t)opmod << 24);
 	kinet_wqe_set_wait((struct kinet_wqe_wait_seg *)(void *)(w + 16), cqn, max_index);
-	return kinet_post_wqe(qp, w, 1, wr_id);
+	return kinet_qp_post_wqe(qp, w, 1, wr_id);
 }
 
 static int post_wait(struct kinet_qp *qp, struct kinet_cq *cq, uint32_t max_index, uint64_t wr_id)
@@ -173,7 +173,7 @@ static void wait_fails(const char *what, uint32_t cqn, uint32_t ds, uint8_t opmo
 	KT_CHECK_EQ(kt_poll_n(t.cq[1], 2, wc, KT_DEADLINE_MS), 2);
 	KT_OK(kt_wc_expect(&wc[0], 1, KINET_SYND_LOCAL_QP_OP_ERR));
 	KT_OK(kt_wc_expect(&wc[1], 2, KINET_SYND_WR_FLUSH_ERR));
-	KT_CHECK_EQ(kinet_qp_state(t.qp[1]), KINET_QPS_ERR);
+	KT_CHECK_EQ(kinet_qp_get_state(t.qp[1]), KINET_QPS_ERR);
 	KT_CHECK_EQ(counter(&t), 0);
 	KT_OK(post_put(&t, 0));
 	KT_OK(kt_poll1(t.cq[0], wc));

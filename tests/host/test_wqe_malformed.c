@@ -1,10 +1,10 @@
 /*
- * Hand-built WQEs through kinet_post_wqe: well-formed ones work (so the
+ * Hand-built WQEs through kinet_qp_post_wqe: well-formed ones work (so the
  * builders below are right), malformed ones (unknown opcode, bad segment
  * count, wrong QP number, inline data running past the WQE) give
  * LOCAL_QP_OP_ERR, put the QP in error and touch nothing.
  */
-#include "common.h"
+#include "fixture.h"
 
 #define LEN 4096
 
@@ -97,7 +97,7 @@ KT_TEST(well_formed)
 	env_open(&e);
 	KT_CHECK(e.ok);
 	build_nop(&e, &w, KINET_WQE_CTRL_CQ_UPDATE);
-	KT_OK(kinet_post_wqe(e.p.qp[0], &w, 1, 1));
+	KT_OK(kinet_qp_post_wqe(e.p.qp[0], &w, 1, 1));
 	KT_OK(kt_poll1(e.p.cq[0], &wc));
 	KT_OK(kt_wc_expect(&wc, 1, 0));
 	KT_CHECK_EQ(wc.opcode, KINET_WC_NOP);
@@ -105,7 +105,7 @@ KT_TEST(well_formed)
 
 	kt_fill_pattern(e.loc.p, 64, 4);
 	build_write(&e, &w, KINET_WQE_CTRL_CQ_UPDATE);
-	KT_OK(kinet_post_wqe(e.p.qp[0], &w, 1, 2));
+	KT_OK(kinet_qp_post_wqe(e.p.qp[0], &w, 1, 2));
 	KT_OK(kt_poll1(e.p.cq[0], &wc));
 	KT_OK(kt_wc_expect(&wc, 2, 0));
 	KT_CHECK_EQ(wc.opcode, KINET_WC_RDMA_WRITE);
@@ -115,7 +115,7 @@ KT_TEST(well_formed)
 	uint64_t v = 40;
 	memcpy(e.rem.p, &v, 8);
 	build_fa(&e, &w, KINET_WQE_CTRL_CQ_UPDATE);
-	KT_OK(kinet_post_wqe(e.p.qp[0], &w, 1, 3));
+	KT_OK(kinet_qp_post_wqe(e.p.qp[0], &w, 1, 3));
 	KT_OK(kt_poll1(e.p.cq[0], &wc));
 	KT_OK(kt_wc_expect(&wc, 3, 0));
 	KT_CHECK_EQ(wc.opcode, KINET_WC_FETCH_ADD);
@@ -127,7 +127,7 @@ KT_TEST(well_formed)
 	/* A two-BB inline write. */
 	uint32_t nbb = build_inline_write(&e, &w, 60, KINET_WQE_CTRL_CQ_UPDATE);
 	KT_CHECK_EQ(nbb, 2);
-	KT_OK(kinet_post_wqe(e.p.qp[0], &w, nbb, 4));
+	KT_OK(kinet_qp_post_wqe(e.p.qp[0], &w, nbb, 4));
 	KT_OK(kt_poll1(e.p.cq[0], &wc));
 	KT_OK(kt_wc_expect(&wc, 4, 0));
 	for (int i = 0; i < 60; i++)
@@ -136,9 +136,9 @@ KT_TEST(well_formed)
 
 	/* Without CQ_UPDATE: no completion. */
 	build_nop(&e, &w, 0);
-	KT_OK(kinet_post_wqe(e.p.qp[0], &w, 1, 5));
+	KT_OK(kinet_qp_post_wqe(e.p.qp[0], &w, 1, 5));
 	KT_CHECK_EQ(kt_poll_for(e.p.cq[0], 20, 1, &wc), 0);
-	KT_CHECK_EQ(kinet_qp_state(e.p.qp[0]), KINET_QPS_RTS);
+	KT_CHECK_EQ(kinet_qp_get_state(e.p.qp[0]), KINET_QPS_RTS);
 	env_close(&e);
 }
 
@@ -153,7 +153,7 @@ static void expect_bad(struct env *e, union wqe *w, uint32_t nbb, int synd, int 
 	struct kinet_wc wc;
 	union wqe nop;
 
-	int rc = kinet_post_wqe(e->p.qp[0], w, nbb, 66);
+	int rc = kinet_qp_post_wqe(e->p.qp[0], w, nbb, 66);
 	if (einval_ok && rc == -EINVAL) {
 		KT_CHECK_EQ(kt_poll_for(e->p.cq[0], 20, 1, &wc), 0);
 		KT_CHECK(kt_mem_is(e->rem.p, 0x22, LEN));
@@ -169,10 +169,10 @@ static void expect_bad(struct env *e, union wqe *w, uint32_t nbb, int synd, int 
 	KT_CHECK_EQ(wc.wqe_counter, 0);
 	KT_CHECK_EQ(wc.qp_num, e->qpn);
 	build_nop(e, &nop, KINET_WQE_CTRL_CQ_UPDATE);
-	KT_OK(kinet_post_wqe(e->p.qp[0], &nop, 1, 67));
+	KT_OK(kinet_qp_post_wqe(e->p.qp[0], &nop, 1, 67));
 	KT_OK(kt_poll1(e->p.cq[0], &wc));
 	KT_OK(kt_wc_expect(&wc, 67, KINET_SYND_WR_FLUSH_ERR));
-	KT_CHECK_EQ(kinet_qp_state(e->p.qp[0]), KINET_QPS_ERR);
+	KT_CHECK_EQ(kinet_qp_get_state(e->p.qp[0]), KINET_QPS_ERR);
 	KT_CHECK(kt_mem_is(e->rem.p, 0x22, LEN));
 	KT_CHECK(kt_mem_is(e->loc.p, 0x11, LEN));
 	KT_CHECK(kt_buf_guards_ok(&e->rem));
@@ -299,12 +299,12 @@ KT_TEST(bad_after_good)
 	KT_CHECK(e.ok);
 	kt_fill_pattern(e.loc.p, 64, 2);
 	build_write(&e, &w, KINET_WQE_CTRL_CQ_UPDATE);
-	KT_OK(kinet_post_wqe(e.p.qp[0], &w, 1, 1));
+	KT_OK(kinet_qp_post_wqe(e.p.qp[0], &w, 1, 1));
 	build_nop(&e, &w, 0);
 	w.ctrl.opmod_idx_opcode = kinet_be32(0x07);
-	KT_OK(kinet_post_wqe(e.p.qp[0], &w, 1, 2));
+	KT_OK(kinet_qp_post_wqe(e.p.qp[0], &w, 1, 2));
 	build_fa(&e, &w, KINET_WQE_CTRL_CQ_UPDATE);
-	KT_OK(kinet_post_wqe(e.p.qp[0], &w, 1, 3));
+	KT_OK(kinet_qp_post_wqe(e.p.qp[0], &w, 1, 3));
 	KT_CHECK_EQ(kt_poll_n(e.p.cq[0], 3, wc, KT_DEADLINE_MS), 3);
 	KT_OK(kt_wc_expect(&wc[0], 1, 0));
 	KT_OK(kt_wc_expect(&wc[1], 2, KINET_SYND_LOCAL_QP_OP_ERR));
@@ -337,7 +337,7 @@ KT_TEST(garbage_storm)
 			uint32_t ds = 1 + (seed >> 8) % 16;
 			w.ctrl.qpn_ds = kinet_be32((kinet_qp_num(p.qp[0]) << 8) | ds);
 			w.ctrl.fm_ce_se |= KINET_WQE_CTRL_CQ_UPDATE;
-			int rc = kinet_post_wqe(p.qp[0], &w, kinet_wqe_bbs(ds), (uint64_t)i);
+			int rc = kinet_qp_post_wqe(p.qp[0], &w, kinet_wqe_bbs(ds), (uint64_t)i);
 			KT_CHECK(rc == 0 || rc == -EINVAL);
 		}
 		/* Drain whatever completes; errors are expected. */

@@ -77,7 +77,7 @@ int main(void)
 		attr.send_cq = cq[s];
 		attr.sq_depth = 16;
 		CHECK(kinet_qp_create(ctx, &attr, &qp[s]));
-		CHECK(kinet_qp_info(qp[s], &info[s]));
+		CHECK(kinet_qp_pack(qp[s], &info[s]));
 	}
 	CHECK(kinet_qp_connect(qp[0], &info[1]));
 	CHECK(kinet_qp_connect(qp[1], &info[0]));

@@ -6,8 +6,8 @@
  */
 #include <pthread.h>
 
+#include "fixture.h"
 #include "kinet/device.cuh"
-#include "mp_common.h"
 
 #define RING 16
 #define SZ 3000u   /* put_signal payload */

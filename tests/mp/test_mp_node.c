@@ -4,7 +4,7 @@
  * from the host, with the data checked byte for byte; writes and sends are
  * larger than one protocol fragment.  Ends with a protection error.
  */
-#include "mp_common.h"
+#include "fixture.h"
 
 #define SLOT 160000u /* > 2 fragments of 64 KiB */
 #define SEND_LEN 100000u
@@ -56,14 +56,14 @@ static struct kinet_send_wr wr_of(int p, uint64_t id, enum kinet_wr_opcode op, s
 
 static int post(int p, struct kinet_send_wr *wr)
 {
-	return kinet_post_send(kinet_mesh_qp(m.mesh, p, 0), wr, 1, NULL);
+	return kinet_qp_post_send(kinet_mesh_qp(m.mesh, p, 0), wr, 1, NULL);
 }
 
 static int post_recv(int p)
 {
 	struct kinet_sge sge = {laddr(reg(R_RECV, p)), SLOT, kinet_mr_lkey(m.mr)};
 	struct kinet_recv_wr wr = {.wr_id = (uint64_t)p, .sg_list = &sge, .num_sge = 1};
-	return kinet_post_recv(kinet_mesh_qp(m.mesh, p, 0), &wr, 1, NULL);
+	return kinet_qp_post_recv(kinet_mesh_qp(m.mesh, p, 0), &wr, 1, NULL);
 }
 
 /* n completions on the send CQ of the QP to p, all successful but the last
@@ -199,7 +199,7 @@ KT_TEST(all_opcodes)
 			   m.peer[p].rkey ^ 0x80);
 		KT_OK(post(p, &wr));
 		KT_OK(expect_send(p, 1, KINET_SYND_REMOTE_ACCESS_ERR));
-		KT_CHECK_EQ(kinet_qp_state(kinet_mesh_qp(m.mesh, p, 0)), KINET_QPS_ERR);
+		KT_CHECK_EQ(kinet_qp_get_state(kinet_mesh_qp(m.mesh, p, 0)), KINET_QPS_ERR);
 	}
 	/* Nobody leaves before every rank has its answer: a peer that has
 	 * gone is (rightly) a transport error. */

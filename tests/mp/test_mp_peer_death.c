@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "mp_common.h"
+#include "fixture.h"
 
 #define TIMEOUT_MS 500
 #define BUF_LEN (16u << 20)
@@ -45,7 +45,7 @@ static int side_open(struct side *s, int with_recv)
 	if (!(s->buf = calloc(1, BUF_LEN)))
 		return -ENOMEM;
 	if ((rc = kinet_ctx_open(&ca, &s->ctx)) ||
-	    (rc = kinet_mr_reg(s->ctx, s->buf, BUF_LEN, MP_ACC_ALL, &s->mr)))
+	    (rc = kinet_mr_reg(s->ctx, s->buf, BUF_LEN, KT_ACC_ALL, &s->mr)))
 		return rc;
 	for (int i = 0; i < 2; i++) {
 		if ((rc = kinet_cq_create(s->ctx, &cqa, &s->cq[i])))
@@ -66,7 +66,7 @@ static int hello_of(struct side *s, struct hello *h)
 	int rc = kinet_mr_pack(s->mr, &h->mr);
 
 	for (int i = 0; !rc && i < 2; i++)
-		rc = kinet_qp_info(s->qp[i], &h->qp[i]);
+		rc = kinet_qp_pack(s->qp[i], &h->qp[i]);
 	return rc;
 }
 
@@ -112,7 +112,7 @@ static void child(int rd, int wr, bool watch)
 		struct kinet_recv_wr rwr = {.wr_id = 1, .sg_list = &sge, .num_sge = 1};
 		struct kinet_wc wc;
 
-		if (kinet_post_recv(s.qp[0], &rwr, 1, NULL) || xfer(wr, &c, 1, 1))
+		if (kinet_qp_post_recv(s.qp[0], &rwr, 1, NULL) || xfer(wr, &c, 1, 1))
 			_exit(1);
 		/* Dies either way: on a starved machine the requester may have
 		 * taken this process for dead (silent for its timeout) and
@@ -175,13 +175,13 @@ KT_TEST(peer_killed_mid_write)
 					   .num_sge = 1,
 					   .remote_addr = peer.mr.addr,
 					   .rkey = peer.mr.rkey};
-		KT_OK(kinet_post_send(s.qp[0], &wr, 1, NULL));
+		KT_OK(kinet_qp_post_send(s.qp[0], &wr, 1, NULL));
 	}
 	/* The child kills itself once the first write landed. */
 	KT_CHECK_EQ(waitpid(pid, &status, 0), pid);
 	KT_CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 
-	uint64_t t0 = mp_now_ms();
+	uint64_t t0 = kt_now_ms();
 	int errors = 0;
 	for (int i = 0; i < NBIG; i++) {
 		KT_OK(poll_one(s.cq[0], &wc, 5000));
@@ -193,8 +193,8 @@ KT_TEST(peer_killed_mid_write)
 		errors += wc.status != 0;
 	}
 	KT_CHECK(errors > 0);
-	KT_CHECK(mp_now_ms() - t0 < 4 * TIMEOUT_MS);
-	KT_CHECK_EQ(kinet_qp_state(s.qp[0]), KINET_QPS_ERR);
+	KT_CHECK(kt_now_ms() - t0 < 4 * TIMEOUT_MS);
+	KT_CHECK_EQ(kinet_qp_get_state(s.qp[0]), KINET_QPS_ERR);
 	KT_OK(kinet_ctx_close(s.ctx));
 	free(s.buf);
 	close(to_child[1]);
@@ -239,25 +239,25 @@ KT_TEST(peer_killed)
 				   .num_sge = 1,
 				   .remote_addr = peer.mr.addr,
 				   .rkey = peer.mr.rkey};
-	KT_OK(kinet_post_send(s.qp[0], &wr, 1, NULL));
+	KT_OK(kinet_qp_post_send(s.qp[0], &wr, 1, NULL));
 	KT_OK(poll_one(s.cq[0], &wc, 5000));
 	KT_CHECK_EQ(wc.status, 0);
 
 	/* A send the child never posts a receive for: outstanding at death. */
 	wr.wr_id = 2;
 	wr.opcode = KINET_WR_SEND;
-	KT_OK(kinet_post_send(s.qp[0], &wr, 1, NULL));
+	KT_OK(kinet_qp_post_send(s.qp[0], &wr, 1, NULL));
 	wr.wr_id = 3;
 	wr.opcode = KINET_WR_RDMA_WRITE;
-	KT_OK(kinet_post_send(s.qp[0], &wr, 1, NULL));
+	KT_OK(kinet_qp_post_send(s.qp[0], &wr, 1, NULL));
 	usleep(50000);
 	KT_OK(xfer(to_child[1], &c, 1, 1));
 	KT_CHECK_EQ(waitpid(pid, &status, 0), pid);
 	KT_CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 
-	uint64_t t0 = mp_now_ms();
+	uint64_t t0 = kt_now_ms();
 	KT_OK(poll_one(s.cq[0], &wc, 3000));
-	uint64_t dt = mp_now_ms() - t0;
+	uint64_t dt = kt_now_ms() - t0;
 	KT_CHECK_EQ(wc.wr_id, 2);
 	KT_CHECK_EQ(wc.status, KINET_SYND_TRANSPORT_RETRY_EXC_ERR);
 	KT_CHECK_EQ(wc.vendor_err, 0xf3); /* KINET_VENDOR_SYND_PEER_DEAD */
@@ -268,10 +268,10 @@ KT_TEST(peer_killed)
 
 	/* Later operations on the other QP to the dead peer fail too. */
 	wr.wr_id = 4;
-	t0 = mp_now_ms();
-	KT_OK(kinet_post_send(s.qp[1], &wr, 1, NULL));
+	t0 = kt_now_ms();
+	KT_OK(kinet_qp_post_send(s.qp[1], &wr, 1, NULL));
 	KT_OK(poll_one(s.cq[1], &wc, 3000));
-	KT_CHECK(mp_now_ms() - t0 < 2 * TIMEOUT_MS);
+	KT_CHECK(kt_now_ms() - t0 < 2 * TIMEOUT_MS);
 	KT_CHECK_EQ(wc.status, KINET_SYND_TRANSPORT_RETRY_EXC_ERR);
 
 	KT_OK(kinet_ctx_close(s.ctx));

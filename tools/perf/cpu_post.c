@@ -1,6 +1,6 @@
 /*
  * kinet-perf, CPU-initiated: the host posts the same WQEs with
- * kinet_post_send and waits with kinet_cq_poll, the way an application
+ * kinet_qp_post_send and waits with kinet_cq_poll, the way an application
  * without GPU-initiated networking would (after its kernel ends).
  */
 #include <errno.h>
@@ -107,9 +107,9 @@ static int reap(struct perf_env *e, int q, int max, char *err, size_t errlen)
 
 static int post(struct perf_env *e, int q, struct cpu_wr *w, char *err, size_t errlen)
 {
-	int rc = kinet_post_send(e->ini[q].qp, w->wr, w->n, NULL);
+	int rc = kinet_qp_post_send(e->ini[q].qp, w->wr, w->n, NULL);
 	if (rc)
-		snprintf(err, errlen, "kinet_post_send: %s", kinet_strerror(rc));
+		snprintf(err, errlen, "kinet_qp_post_send: %s", kinet_strerror(rc));
 	return rc;
 }
 

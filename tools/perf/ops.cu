@@ -106,9 +106,10 @@ KINET_DEV_FN int perf_kgroup(const struct perf_kargs *a)
 					      : KINET_DEVI_GROUP_THREAD;
 }
 
+/* st: a device status (negative errno); the first is kept as its errno. */
 KINET_DEV_FN void perf_fail(const struct perf_kargs *a, int st, uint64_t i)
 {
-	if (kinet_devi_atomic_cas_u32(a->status, 0, (uint32_t)st) == 0)
+	if (kinet_devi_atomic_cas_u32(a->status, 0, (uint32_t)-st) == 0)
 		kinet_devi_store_relaxed_u64(a->fail_at, i);
 }
 
@@ -120,7 +121,7 @@ KINET_DEV_FN void perf_barrier(const struct perf_kargs *a)
 	kinet_devi_atomic_add_u64(a->barrier, 1);
 	while (kinet_devi_load_acquire_u64_gpu(a->barrier) < a->nthreads) {
 		if (kinet_devi_deadline_expired(&d)) {
-			perf_fail(a, ETIMEDOUT, 0);
+			perf_fail(a, -ETIMEDOUT, 0);
 			return;
 		}
 	}
@@ -503,7 +504,7 @@ int perf_gpu_lat(struct perf_env *e, long warmup, long iters, uint64_t *samples,
 		goto out;
 	}
 #if defined(KINET_HOST_EMU)
-	rc = -kinet_emu_launch(1, perf_lat_emu, &a);
+	rc = kinet_emu_launch(1, perf_lat_emu, &a);
 #else
 	perf_lat_kernel<<<1, 1>>>(a);
 	rc = cuda_check(cudaGetLastError(), "launch", err, errlen);
@@ -551,7 +552,7 @@ int perf_gpu_bw(struct perf_env *e, long warmup, long iters, int window, double 
 		rc = -EINVAL;
 		goto out;
 	}
-	rc = -kinet_emu_launch(nthreads, perf_bw_emu, &a);
+	rc = kinet_emu_launch(nthreads, perf_bw_emu, &a);
 #else
 	{
 		/* The grid barrier needs every block resident at once. */
@@ -618,7 +619,7 @@ int perf_iter(struct perf_env *e, int variant, long warmup, long iters, uint64_t
 	}
 	if (variant != 1) {
 #if defined(KINET_HOST_EMU)
-		rc = -kinet_emu_launch(1, perf_iter_emu, &a);
+		rc = kinet_emu_launch(1, perf_iter_emu, &a);
 #else
 		perf_iter_kernel<<<1, o->threads>>>(a);
 		rc = cuda_check(cudaGetLastError(), "launch", err, errlen);
@@ -638,7 +639,7 @@ int perf_iter(struct perf_env *e, int variant, long warmup, long iters, uint64_t
 			uint64_t t0 = perf_now_ns();
 			a.iter_i = (uint32_t)i;
 #if defined(KINET_HOST_EMU)
-			rc = -kinet_emu_launch(1, perf_compute_emu, &a);
+			rc = kinet_emu_launch(1, perf_compute_emu, &a);
 #else
 			perf_compute_kernel<<<1, o->threads>>>(a);
 			rc = cuda_check(cudaGetLastError(), "launch", err, errlen);

@@ -4,7 +4,7 @@
  *   opts.c      command line (perftest-like) into struct perf_opts
  *   stats.c     sample statistics (median, percentiles)
  *   report.c    human table, JSON document, machine description
- *   cpu_post.c  CPU-initiated operations (kinet_post_send / kinet_cq_poll)
+ *   cpu_post.c  CPU-initiated operations (kinet_qp_post_send / kinet_cq_poll)
  *   setup.c     context, QP pairs, registered buffers, the send responder
  *   mem.cu      host/GPU memory, device copies (CUDA or plain C)
  *   floors.cu   physical floors: signalling round trip, copy bandwidth,

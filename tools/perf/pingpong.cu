@@ -74,7 +74,7 @@ KINET_DEV_FN void pp_body(struct pp_args a, int b)
 		if (!st && !b)
 			st = kinet_dev_signal_wait_until(s.qp, s.flag, KINET_DEV_CMP_GE, i, &old);
 		if (st) {
-			if (kinet_devi_atomic_cas_u32(a.status, 0, (uint32_t)st) == 0)
+			if (kinet_devi_atomic_cas_u32(a.status, 0, (uint32_t)-st) == 0) /* its errno */
 				kinet_devi_store_relaxed_u64(a.fail_at, i);
 			return;
 		}
@@ -220,7 +220,7 @@ int perf_pingpong(struct perf_env *e, long warmup, long iters, uint64_t *samples
 	}
 	*a.status = 0;
 #if defined(KINET_HOST_EMU)
-	rc = -kinet_emu_launch(2, pp_emu, &a);
+	rc = kinet_emu_launch(2, pp_emu, &a);
 #else
 	rc = pp_launch(&a, dev_a, dev_b, err, errlen);
 #endif

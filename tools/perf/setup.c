@@ -15,7 +15,7 @@
  * one template, and perf wants nqps initiator QPs on one side only).
  *
  * Fresh QPs per point because a QP is driven either by device code
- * (exported) or by the host (kinet_post_send), never both.
+ * (exported) or by the host (kinet_qp_post_send), never both.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -101,7 +101,7 @@ const char *perf_env_path(const struct perf_env *e)
 		const char *p;
 		if (!e->ini[q].qp)
 			return NULL;
-		p = kinet_qp_path_name(kinet_qp_path(e->ini[q].qp));
+		p = kinet_qp_path_name(kinet_qp_get_path(e->ini[q].qp));
 		if (path && strcmp(path, p))
 			return "mixed";
 		path = p;
@@ -147,7 +147,7 @@ static int post_recvs(struct perf_env *e, int q, int n)
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
 	for (int i = 0; i < n; i++) {
-		int rc = kinet_post_recv(e->tgt[q].qp, &wr, 1, NULL);
+		int rc = kinet_qp_post_recv(e->tgt[q].qp, &wr, 1, NULL);
 		if (rc)
 			return rc;
 	}
@@ -275,7 +275,7 @@ static int exchange_connect(struct perf_env *e, int rc, int *local_rc, const cha
 	mine_qps = (struct kinet_qp_info *)(mb + sizeof(*mine));
 	for (int q = 0; q < nq && !rc; q++) {
 		*what = "describe QPs";
-		rc = kinet_qp_info(side[q].qp, &mine_qps[q]);
+		rc = kinet_qp_pack(side[q].qp, &mine_qps[q]);
 	}
 	if (!rc && me == 1) {
 		*what = "describe the destination";
@@ -439,11 +439,11 @@ int perf_env_setup(struct perf_env *e, uint64_t size, int gpu_init, size_t npost
 	} else if (!rc) {
 		what = "connect";
 		for (int q = 0; q < e->nqps && !rc; q++) {
-			rc = kinet_qp_info(e->tgt[q].qp, &info);
+			rc = kinet_qp_pack(e->tgt[q].qp, &info);
 			if (!rc)
 				rc = kinet_qp_connect(e->ini[q].qp, &info);
 			if (!rc)
-				rc = kinet_qp_info(e->ini[q].qp, &info);
+				rc = kinet_qp_pack(e->ini[q].qp, &info);
 			if (!rc)
 				rc = kinet_qp_connect(e->tgt[q].qp, &info);
 		}

@@ -23,7 +23,7 @@
 
 /* kinet_dev_cq_consume publishes the consumer index once it has moved by
  * depth / KINET_DEV_CQ_PUBLISH_DIV (at least 1) since the last publication.
- * Must be >= 2 for the no-overrun argument (docs/DEVICE_API.md). */
+ * Must be >= 2 for the no-overrun argument (docs/device-api/performance.md). */
 #ifndef KINET_DEV_CQ_PUBLISH_DIV
 #define KINET_DEV_CQ_PUBLISH_DIV 4u
 #endif
@@ -98,7 +98,7 @@ KINET_DEV_FN uint64_t kinet_devi_extend16(uint64_t base, uint16_t v)
 }
 
 /* The CQE at consumer index ci, read ONCE, without any fence: 0 and *out
- * when it belongs to software, else EAGAIN.  full = 0 skips byte_len and
+ * when it belongs to software, else -EAGAIN.  full = 0 skips byte_len and
  * imm (bytes 32..47; a requester CQE needs only bytes 48..63).
  *
  * On the GPU, bytes 48..63 (op_own, wqe_counter, opcode/qpn, syndromes)
@@ -126,7 +126,7 @@ KINET_DEV_FN int kinet_dev_cq_peek_at(struct kinet_dev_cq *cq, uint64_t ci, int 
 #if defined(KINET_HOST_EMU)
 	op_own = __atomic_load_n(&c->op_own, __ATOMIC_ACQUIRE);
 	if ((op_own >> 4) == KINET_CQE_INVALID || (op_own & 1) != kinet_cqe_sw_owner(ci, cq->log_depth))
-		return EAGAIN;
+		return -EAGAIN;
 	memcpy(q, (const uint8_t *)c + 48, 16);
 	if (full)
 		memcpy(&q[2], (const uint8_t *)c + 32, 16);
@@ -134,7 +134,7 @@ KINET_DEV_FN int kinet_dev_cq_peek_at(struct kinet_dev_cq *cq, uint64_t ci, int 
 	kinet_devi_load_cqe_hi(c, q);
 	op_own = (uint8_t)(q[1] >> 56);
 	if ((op_own >> 4) == KINET_CQE_INVALID || (op_own & 1) != kinet_cqe_sw_owner(ci, cq->log_depth))
-		return EAGAIN;
+		return -EAGAIN;
 	if (full) {
 		kinet_dev_fence_acquire_sys(); /* op_own, then the rest of the line */
 		kinet_devi_load_cqe_lo(c, &q[2]);
@@ -146,17 +146,17 @@ KINET_DEV_FN int kinet_dev_cq_peek_at(struct kinet_dev_cq *cq, uint64_t ci, int 
 
 /* 0 and *out (every field) when the CQE at consumer index ci is ready, then
  * a system-scope acquire fence: the data the CQE reports (read results,
- * atomic old values, received bytes) can be read.  Else EAGAIN. */
+ * atomic old values, received bytes) can be read.  Else -EAGAIN. */
 KINET_DEV_FN int kinet_dev_cq_poll_at(struct kinet_dev_cq *cq, uint64_t ci, struct kinet_dev_cqe *out)
 {
 	if (kinet_dev_cq_peek_at(cq, ci, 1, out) != 0)
-		return EAGAIN;
+		return -EAGAIN;
 	kinet_dev_fence_acquire_sys();
 	return 0;
 }
 
 /* Waits up to timeout_ns for the CQE at ci (as kinet_dev_cq_poll_at): 0 or
- * ETIMEDOUT. */
+ * -ETIMEDOUT. */
 KINET_DEV_FN int kinet_dev_cq_wait_at(struct kinet_dev_cq *cq, uint64_t ci, uint64_t timeout_ns,
 				      struct kinet_dev_cqe *out)
 {
@@ -164,7 +164,7 @@ KINET_DEV_FN int kinet_dev_cq_wait_at(struct kinet_dev_cq *cq, uint64_t ci, uint
 	kinet_devi_deadline_init(&d, timeout_ns);
 	while (kinet_dev_cq_peek_at(cq, ci, 1, out) != 0)
 		if (kinet_devi_deadline_expired(&d))
-			return ETIMEDOUT;
+			return -ETIMEDOUT;
 	kinet_dev_fence_acquire_sys();
 	return 0;
 }
@@ -196,7 +196,7 @@ KINET_DEV_FN uint64_t kinet_devi_cq_publish_step(const struct kinet_dev_cq *cq)
  * exported QP: CQ depth > queue depth, both powers of two, and a queue slot
  * is reused only after its CQE is consumed), the engine sees at most
  * depth / 2 - 1 + step - 1 < depth - 1 in use: it never overruns.  See
- * docs/DEVICE_API.md, "Performance notes". */
+ * docs/device-api/performance.md. */
 KINET_DEV_FN void kinet_dev_cq_consume(struct kinet_dev_cq *cq, uint64_t next_ci)
 {
 	kinet_devi_store_relaxed_u64(&cq->ci, next_ci);

@@ -61,7 +61,7 @@ KINET_API void kinet_emu_threads_add(int delta);
 }
 #endif
 
-/* Runs fn(arg) as nblocks concurrent CPU threads; 0 or an errno. */
+/* Runs fn(arg) as nblocks concurrent CPU threads; 0 or a negative errno. */
 static inline int kinet_emu_launch(unsigned nblocks, void (*fn)(void *), void *arg)
 {
 	struct kinet_emu_block *b = (struct kinet_emu_block *)calloc(nblocks, sizeof(*b));
@@ -71,7 +71,7 @@ static inline int kinet_emu_launch(unsigned nblocks, void (*fn)(void *), void *a
 	if (!b || !t) {
 		free(b);
 		free(t);
-		return ENOMEM;
+		return -ENOMEM;
 	}
 	kinet_emu_threads_add((int)nblocks);
 	for (; started < nblocks; started++) {
@@ -88,7 +88,7 @@ static inline int kinet_emu_launch(unsigned nblocks, void (*fn)(void *), void *a
 	kinet_emu_threads_add(-(int)nblocks);
 	free(b);
 	free(t);
-	return err;
+	return -err;
 }
 
 #else

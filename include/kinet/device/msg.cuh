@@ -10,8 +10,8 @@
  * different lanes), ring once per round, and give every member the same
  * status and ticket.  Under KINET_HOST_EMU a group is one thread.
  * Safe for the QP's sharing mode (CTA and GPU QPs: many threads at once;
- * EXCLUSIVE: one thread or group at a time).  Statuses: 0, EAGAIN,
- * ETIMEDOUT, EIO, EINVAL (positive).  Reference: docs/DEVICE_API.md.
+ * EXCLUSIVE: one thread or group at a time).  Statuses: 0, -EAGAIN,
+ * -ETIMEDOUT, -EIO, -EINVAL (negative errnos).  Reference: docs/DEVICE_API.md.
  */
 #ifndef KINET_DEVICE_MSG_CUH
 #define KINET_DEVICE_MSG_CUH
@@ -23,7 +23,7 @@
 
 /* The forms macros take parameter lists, which clang-format would space as products. */
 /* clang-format off */
-/* send / send_imm: one message of size <= 1 GiB (EINVAL above) into
+/* send / send_imm: one message of size <= 1 GiB (-EINVAL above) into
  * the next receive the target posted */
 KINET_DEVI_FORMS(send, kinet_devi_send_g,
 		 (struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey, uint64_t size,
@@ -36,14 +36,14 @@ KINET_DEVI_FORMS(send_imm, kinet_devi_send_g,
 		 (qp, laddr, lkey, size, 1, imm, ticket))
 
 /* post_recv: one receive buffer (thread-safe, in-order commit);
- * EAGAIN when the receive queue is full; *index = its receive index */
+ * -EAGAIN when the receive queue is full; *index = its receive index */
 KINET_DEVI_FORMS_ONE(post_recv, kinet_devi_post_recv_one, kinet_devi_post_recv_g,
 		     (struct kinet_dev_qp *qp, void *laddr, uint32_t lkey, uint32_t size, uint64_t *index),
 		     (qp, laddr, lkey, size, index))
 
 /* recv: the next receive completion, in order (bounded wait):
  * byte count, immediate (host order; 0 without one) and the receive index
- * (which posted buffer).  EIO on an error completion. */
+ * (which posted buffer).  -EIO on an error completion. */
 KINET_DEVI_FORMS_ONE(recv, kinet_devi_recv_one, kinet_devi_recv_g,
 		     (struct kinet_dev_qp *qp, uint32_t *byte_len, uint32_t *imm, uint64_t *index),
 		     (qp, byte_len, imm, index))

@@ -9,7 +9,8 @@
  *    KINET_DEV_FN is static inline.
  * How each primitive is done on either side is impl/platform.cuh.
  *
- * Statuses: 0 (KINET_DEV_OK) or a positive errno (docs/api/kinet_errors.3.md).
+ * Statuses: 0 (KINET_DEV_OK) or a negative errno, as on the host
+ * (docs/api/kinet_errors.3.md).
  */
 #ifndef KINET_DEVICE_PLATFORM_CUH
 #define KINET_DEVICE_PLATFORM_CUH
@@ -26,7 +27,7 @@
 #error "kinet/device.cuh needs nvcc, or KINET_HOST_EMU defined to run the device API on CPU threads"
 #endif
 
-/* Statuses: positive errno values, 0 for success. */
+/* Statuses: 0 for success, else a negative errno (the host's convention). */
 #ifndef EAGAIN
 #define EAGAIN 11
 #endif
@@ -40,10 +41,10 @@
 #define ETIMEDOUT 110
 #endif
 #define KINET_DEV_OK 0
-#define KINET_DEV_EAGAIN EAGAIN
-#define KINET_DEV_EIO EIO
-#define KINET_DEV_EINVAL EINVAL
-#define KINET_DEV_ETIMEDOUT ETIMEDOUT
+#define KINET_DEV_EAGAIN (-EAGAIN)
+#define KINET_DEV_EIO (-EIO)
+#define KINET_DEV_EINVAL (-EINVAL)
+#define KINET_DEV_ETIMEDOUT (-ETIMEDOUT)
 
 #include "kinet/device/impl/platform.cuh"
 

@@ -17,8 +17,8 @@
  * different lanes), ring once per round, and give every member the same
  * status and ticket.  Under KINET_HOST_EMU a group is one thread.
  * Safe for the QP's sharing mode (CTA and GPU QPs: many threads at once;
- * EXCLUSIVE: one thread or group at a time).  Statuses: 0, EAGAIN,
- * ETIMEDOUT, EIO, EINVAL (positive).  Reference: docs/DEVICE_API.md.
+ * EXCLUSIVE: one thread or group at a time).  Statuses: 0, -EAGAIN,
+ * -ETIMEDOUT, -EIO, -EINVAL (negative errnos).  Reference: docs/DEVICE_API.md.
  */
 #ifndef KINET_DEVICE_RMA_CUH
 #define KINET_DEVICE_RMA_CUH

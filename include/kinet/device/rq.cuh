@@ -42,27 +42,27 @@ KINET_DEV_FN void kinet_dev_rq_prep(struct kinet_dev_qp *qp, uint64_t idx, void 
 		kinet_wqe_set_data(&seg[i], 0, 0, KINET_INVALID_LKEY);
 }
 
-/* Reserves n receive WQEs without waiting: EAGAIN when the RQ is full
- * (receives free up as kinet_dev_recv consumes completions), EINVAL
- * without a receive queue, EIO after a receive error.  Thread-safe for CTA
+/* Reserves n receive WQEs without waiting: -EAGAIN when the RQ is full
+ * (receives free up as kinet_dev_recv consumes completions), -EINVAL
+ * without a receive queue, -EIO after a receive error.  Thread-safe for CTA
  * and GPU sharing. */
 KINET_DEV_FN int kinet_dev_rq_reserve(struct kinet_dev_qp *qp, uint32_t n, uint64_t *idx)
 {
 	uint64_t depth = kinet_dev_rq_depth(qp);
 	if (!depth || n == 0 || n > depth)
-		return EINVAL;
+		return -EINVAL;
 	int scope = kinet_devi_qp_scope(qp);
 	uint64_t r = kinet_devi_scoped_load_relaxed_u64(scope, &qp->rq_reserved);
 	for (;;) {
 		if (kinet_devi_scoped_load_relaxed_u32(scope, &qp->rq_error))
-			return EIO;
+			return -EIO;
 		uint64_t done = kinet_devi_scoped_load_acquire_u64(scope, &qp->rq_done);
 		if (r + n - done > depth) {
 			if (scope == KINET_DEVI_SCOPE_THREAD)
-				return EAGAIN;
+				return -EAGAIN;
 			uint64_t again = kinet_devi_load_relaxed_u64(&qp->rq_reserved);
 			if (again == r)
-				return EAGAIN;
+				return -EAGAIN;
 			r = again;
 			continue;
 		}
@@ -99,8 +99,8 @@ KINET_DEV_FN int kinet_dev_rq_commit(struct kinet_dev_qp *qp, uint64_t idx, uint
 /* Takes the next receive completion of the QP's (exclusive) receive CQ, if
  * there is one: 0 with its byte count, immediate (host order, 0 if none)
  * and receive WQE index (after a system-scope acquire fence: the received
- * bytes can be read); EIO for an error completion (or none left after an
- * error); EAGAIN when none is ready.  Thread-safe for CTA and GPU sharing
+ * bytes can be read); -EIO for an error completion (or none left after an
+ * error); -EAGAIN when none is ready.  Thread-safe for CTA and GPU sharing
  * (one taker at a time; each completion goes to exactly one caller).
  * Outputs may be NULL. */
 KINET_DEV_FN int kinet_dev_rq_poll(struct kinet_dev_qp *qp, uint32_t *byte_len, uint32_t *imm,
@@ -108,10 +108,10 @@ KINET_DEV_FN int kinet_dev_rq_poll(struct kinet_dev_qp *qp, uint32_t *byte_len, 
 {
 	struct kinet_dev_cq *cq = qp->recv_cq;
 	if (!cq || !qp->rq)
-		return EINVAL;
+		return -EINVAL;
 	int scope = kinet_devi_qp_scope(qp);
 	if (!kinet_devi_cq_trylock(scope, cq))
-		return EAGAIN;
+		return -EAGAIN;
 	int st;
 	uint64_t ci = kinet_devi_scoped_load_relaxed_u64(scope, &cq->ci);
 	uint64_t pub = kinet_devi_scoped_load_relaxed_u64(scope, &cq->ci_published);
@@ -127,7 +127,7 @@ KINET_DEV_FN int kinet_dev_rq_poll(struct kinet_dev_qp *qp, uint32_t *byte_len, 
 								    e.syndrome | KINET_DEVI_ERROR_FLAG);
 				kinet_dev_record_error(qp->err, -EIO, qp->qpn, e.syndrome, 0, e.wqe_counter);
 			}
-			st = EIO;
+			st = -EIO;
 		} else {
 			kinet_dev_fence_acquire_sys(); /* the completion, then the received data */
 			if (byte_len)
@@ -142,7 +142,7 @@ KINET_DEV_FN int kinet_dev_rq_poll(struct kinet_dev_qp *qp, uint32_t *byte_len, 
 			kinet_devi_scoped_store_release_u64(scope, &qp->rq_done, widx + 1);
 		kinet_devi_cq_consume_scoped(scope, cq, pub, ci + 1);
 	} else {
-		st = kinet_devi_scoped_load_relaxed_u32(scope, &qp->rq_error) ? EIO : EAGAIN;
+		st = kinet_devi_scoped_load_relaxed_u32(scope, &qp->rq_error) ? -EIO : -EAGAIN;
 	}
 	kinet_devi_cq_unlock(scope, cq);
 	return st;

@@ -11,8 +11,8 @@
  * different lanes), ring once per round, and give every member the same
  * status and ticket.  Under KINET_HOST_EMU a group is one thread.
  * Safe for the QP's sharing mode (CTA and GPU QPs: many threads at once;
- * EXCLUSIVE: one thread or group at a time).  Statuses: 0, EAGAIN,
- * ETIMEDOUT, EIO, EINVAL (positive).  Reference: docs/DEVICE_API.md.
+ * EXCLUSIVE: one thread or group at a time).  Statuses: 0, -EAGAIN,
+ * -ETIMEDOUT, -EIO, -EINVAL (negative errnos).  Reference: docs/DEVICE_API.md.
  */
 #ifndef KINET_DEVICE_SIGNAL_CUH
 #define KINET_DEVICE_SIGNAL_CUH
@@ -34,7 +34,7 @@
 #include "kinet/device/impl/signal.cuh"
 
 /* signal: remote 64-bit add (non-fetching: the old value goes to the
- * QP's scratch buffer; EINVAL when the descriptor has none) */
+ * QP's scratch buffer; -EINVAL when the descriptor has none) */
 KINET_DEVI_FORMS(signal, kinet_devi_signal_g,
 		 (struct kinet_dev_qp *qp, uint64_t sig_raddr, uint32_t sig_rkey, uint64_t add,
 		  uint64_t *ticket),
@@ -50,7 +50,7 @@ KINET_DEVI_FORMS(put_signal, kinet_devi_put_signal_g,
 /* signal_wait_until: waits until *sig <cmp> value on a local word
  * (written by the NIC: acquire load at system scope; data placed before
  * the signal is visible once it returns).  Bounded by qp's timeout (qp may
- * be NULL: the default); 0, ETIMEDOUT, EINVAL (bad cmp).  *seen: the value
+ * be NULL: the default); 0, -ETIMEDOUT, -EINVAL (bad cmp).  *seen: the value
  * that satisfied it (may be NULL). */
 KINET_DEVI_FORMS_ONE(signal_wait_until, kinet_devi_signal_wait_until_one, kinet_devi_signal_wait_until_g,
 		     (struct kinet_dev_qp *qp, const uint64_t *sig, int cmp, uint64_t value, uint64_t *seen),

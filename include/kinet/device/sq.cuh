@@ -87,21 +87,21 @@ KINET_DEV_FN int kinet_dev_qp_progress(struct kinet_dev_qp *qp)
 /* Reserves n consecutive basic blocks (1 <= n <= depth); *idx is the first.
  * Claims only when the slots are free (sq_reserved + n - sq_done <= depth),
  * making progress on the send CQ while it waits, so a failed call holds
- * nothing: EIO once the send queue saw an error, ETIMEDOUT after the QP's
- * timeout, EINVAL for a bad n.  Thread-safe for CTA and GPU sharing (CAS);
+ * nothing: -EIO once the send queue saw an error, -ETIMEDOUT after the QP's
+ * timeout, -EINVAL for a bad n.  Thread-safe for CTA and GPU sharing (CAS);
  * EXCLUSIVE: plain load and store. */
 KINET_DEV_FN int kinet_dev_sq_reserve(struct kinet_dev_qp *qp, uint32_t n, uint64_t *idx)
 {
 	uint64_t depth = kinet_dev_sq_depth(qp);
 	if (n == 0 || n > depth)
-		return EINVAL;
+		return -EINVAL;
 	int scope = kinet_devi_qp_scope(qp);
 	struct kinet_devi_deadline d;
 	kinet_devi_deadline_init(&d, kinet_devi_qp_timeout_ns(qp));
 	uint64_t r = kinet_devi_scoped_load_relaxed_u64(scope, &qp->sq_reserved);
 	for (;;) {
 		if (kinet_devi_scoped_load_relaxed_u32(scope, &qp->sq_error))
-			return EIO;
+			return -EIO;
 		uint64_t done = kinet_devi_scoped_load_acquire_u64(scope, &qp->sq_done);
 		if (r + n - done <= depth) {
 			if (scope == KINET_DEVI_SCOPE_THREAD) {
@@ -132,7 +132,7 @@ KINET_DEV_FN int kinet_dev_sq_reserve(struct kinet_dev_qp *qp, uint32_t n, uint6
  * (kinet_devi_sq_commit_combined); without, each poster waits (bounded)
  * until every earlier reservation is committed, then rings.  last: the WQE
  * at idx + n - 1 (NULL: read back from the ring in GPU/BF modes, slow).  On
- * return a doorbell covers the post.  0 or ETIMEDOUT (then an earlier
+ * return a doorbell covers the post.  0 or -ETIMEDOUT (then an earlier
  * poster never committed and the QP cannot be used any more). */
 KINET_DEV_FN int kinet_dev_sq_commit(struct kinet_dev_qp *qp, uint64_t idx, uint32_t n, const uint64_t *last)
 {
@@ -152,7 +152,7 @@ KINET_DEV_FN int kinet_dev_sq_commit(struct kinet_dev_qp *qp, uint64_t idx, uint
 }
 
 /* Ticket of an operation = index + 1 of its last WQE (0: nothing to wait
- * for).  0 when complete, EIO when it (or an earlier WQE) failed, EAGAIN
+ * for).  0 when complete, -EIO when it (or an earlier WQE) failed, -EAGAIN
  * when not yet.  Non-blocking; makes progress.  On 0 the data the operation
  * returns (get, fetch_add / compare_swap result) can be read: the poller
  * took a system-scope acquire fence after the CQE that covers it, before
@@ -164,17 +164,17 @@ KINET_DEV_FN int kinet_dev_sq_test(struct kinet_dev_qp *qp, uint64_t ticket)
 		uint64_t done = kinet_devi_scoped_load_acquire_u64(scope, &qp->sq_done);
 		if (kinet_devi_scoped_load_acquire_u32(scope, &qp->sq_error) &&
 		    ticket > kinet_devi_scoped_load_relaxed_u64(scope, &qp->sq_error_idx))
-			return EIO;
+			return -EIO;
 		if (done >= ticket)
 			return 0;
 		if (pass == 0)
 			kinet_dev_qp_progress_until(qp, ticket);
 	}
-	return EAGAIN;
+	return -EAGAIN;
 }
 
-/* kinet_dev_sq_wait: waits for a ticket, bounded by the QP timeout: 0, EIO
- * (error CQE; see kinet_dev_qp_error), ETIMEDOUT (also recorded in the
+/* kinet_dev_sq_wait: waits for a ticket, bounded by the QP timeout: 0, -EIO
+ * (error CQE; see kinet_dev_qp_error), -ETIMEDOUT (also recorded in the
  * context).  kinet_dev_test / kinet_dev_wait (completion.cuh) add the completion
  * of peer-path stores. */
 KINET_DEV_FN int kinet_dev_sq_wait(struct kinet_dev_qp *qp, uint64_t ticket)
@@ -183,7 +183,7 @@ KINET_DEV_FN int kinet_dev_sq_wait(struct kinet_dev_qp *qp, uint64_t ticket)
 	kinet_devi_deadline_init(&d, kinet_devi_qp_timeout_ns(qp));
 	for (;;) {
 		int st = kinet_dev_sq_test(qp, ticket);
-		if (st != EAGAIN)
+		if (st != -EAGAIN)
 			return st;
 		if (kinet_devi_deadline_expired(&d))
 			return kinet_devi_qp_timed_out(qp);

@@ -46,7 +46,7 @@ struct kinet_dev_cq {
 	uint32_t cqn;	    /* kinet_cq_num(): what WAIT WQEs name */
 	/* Added by the device API (zero at export is right: it only makes the
 	 * first publication come early).  The consumer index last written to
-	 * dbrec; kinet_dev_cq_consume publishes lazily (docs/DEVICE_API.md). */
+	 * dbrec; kinet_dev_cq_consume publishes lazily (docs/device-api/performance.md). */
 	uint64_t ci_published;
 	/* The NIC's completion word (KINET_COMP_* below; host memory), or
 	 * NULL; comp_data is the KINET_COMP_DATA count the high-level poller
@@ -101,7 +101,7 @@ struct kinet_dev_qp {
 	/* Registered local buffer (>= 8 bytes, LOCAL_WRITE, lkey scratch_lkey)
 	 * that takes the unwanted old value of non-fetching atomics (signal,
 	 * put_signal).  kinet_qp_export always fills it (a 64-byte host
-	 * buffer); 0 when none: then those calls return EINVAL. */
+	 * buffer); 0 when none: then those calls return -EINVAL. */
 	uint64_t scratch;
 	uint32_t scratch_lkey;
 	uint32_t pad2;

@@ -204,14 +204,14 @@ KINET_DEV_FN void kinet_dev_wqe_prep_write(struct kinet_dev_qp *qp, uint64_t idx
 	kinet_dev_wqe_store(qp, idx, &w);
 }
 
-/* EINVAL when size > qp->max_inline (at most 28: one basic block). */
+/* -EINVAL when size > qp->max_inline (at most 28: one basic block). */
 KINET_DEV_FN int kinet_dev_wqe_prep_write_inline(struct kinet_dev_qp *qp, uint64_t idx, uint8_t flags,
 						 const void *data, uint32_t size, uint64_t raddr,
 						 uint32_t rkey)
 {
 	uint32_t max = qp->max_inline < KINET_DEV_MAX_INLINE ? qp->max_inline : KINET_DEV_MAX_INLINE;
 	if (size > max)
-		return EINVAL;
+		return -EINVAL;
 	union kinet_dev_wqe w;
 	kinet_dev_wqe_build_write_inline(&w, qp->qpn, idx, flags, data, size, raddr, rkey);
 	kinet_dev_wqe_store(qp, idx, &w);

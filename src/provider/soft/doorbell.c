@@ -1,6 +1,6 @@
 /*
  * How the software NIC learns a QP's producer index, per doorbell mode
- * (DESIGN.md §4), as ConnectX does: nothing is executed until the doorbell
+ * (docs/architecture/wire.md, the doorbell modes), as ConnectX does: nothing is executed until the doorbell
  * the mode calls for has been rung.
  *
  * GPU and BlueFlame modes: the 8-byte doorbell is an event, not a state.

@@ -1,9 +1,10 @@
 /*
  * Executing a QP's send queue: decode each WQE, check it the way ConnectX
  * does, hand it to the transport, write completions, and turn every fault
- * into an error CQE plus the error state (DESIGN.md §5).  A WQE is read
- * only inside the slots the doorbell covers, and memory only inside
- * registered regions, so no WQE can crash the engine or write astray.
+ * into an error CQE plus the error state (docs/architecture/soft-nic.md,
+ * "Errors and protection").  A WQE is read only inside the slots the
+ * doorbell covers, and memory only inside registered regions, so no WQE
+ * can crash the engine or write astray.
  */
 #include <errno.h>
 #include <sched.h>

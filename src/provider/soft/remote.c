@@ -17,7 +17,7 @@
  *
  * Carriers open on first need.  An address in the info needs its carrier
  * open (an inbox in /dev/shm; a fabric endpoint, with tcp a listening
- * port), which costs start-up time, so kinet_qp_info() opens one only when
+ * port), which costs start-up time, so kinet_qp_pack() opens one only when
  * a peer elsewhere may use it: $KINET_TRANSPORT names it, or the process is
  * one rank of several (ofi: of ranks that may span hosts), or
  * $KINET_CARRIERS=always (processes paired by hand, without a launcher).
@@ -211,7 +211,7 @@ static const char *transport_mode(void)
 	return kinet_env_str("KINET_TRANSPORT", "auto");
 }
 
-/* Whether kinet_qp_info() opens the node and the ofi carrier (see the top
+/* Whether kinet_qp_pack() opens the node and the ofi carrier (see the top
  * of this file). */
 static void carriers_wanted(const char *mode, bool *node, bool *ofi)
 {
@@ -297,7 +297,7 @@ const struct kinet_transport_ops *kinet_remote_choose(struct kinet_ctx *ctx,
 		return NULL;
 	}
 	if (!strcmp(mode, "auto") && !has_node_addr(remote) && !remote->transport[INFO_OFI_LEN_OFF]) {
-		KINET_ERR("QP %u is of a process that opened no carriers: kinet_qp_info() opens them "
+		KINET_ERR("QP %u is of a process that opened no carriers: kinet_qp_pack() opens them "
 			  "in a rank of a launched job (kinetrun, mpirun, srun, kinet_boot); set "
 			  "KINET_CARRIERS=always in processes paired by other means",
 			  remote->qpn);

@@ -36,7 +36,7 @@
  * overtake the consumption of round e when each unit reads its round-e
  * data before it sends round e + 1 (every unit signals every round, so a
  * round completes only once every unit of every rank is past the last).  Statuses as the team's verbs, and
- * EINVAL for epoch 0 or >= 2^32, a slot or range outside the team.
+ * -EINVAL for epoch 0 or >= 2^32, a slot or range outside the team.
  */
 #ifndef KINET_DEVICE_COLL_ALLTOALL_CUH
 #define KINET_DEVICE_COLL_ALLTOALL_CUH
@@ -69,7 +69,7 @@ KINET_DEVI_FORMS(alltoallv, kinet_devi_alltoall_any_g,
 		  const uint64_t *recv_displ),
 		 (team, slot, epoch, send_off, send_displ, send_bytes, recv_off, recv_displ, 0))
 
-/* The send half of slice `part` of `nparts` (EINVAL without the tables). */
+/* The send half of slice `part` of `nparts` (-EINVAL without the tables). */
 KINET_DEVI_FORMS(alltoallv_send, kinet_devi_alltoallv_send_g,
 		 (const struct kinet_dev_team *team, uint32_t slot, uint64_t part, uint64_t nparts,
 		  uint64_t send_off, const uint64_t *send_displ, const uint64_t *send_bytes, uint64_t recv_off,

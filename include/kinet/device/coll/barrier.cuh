@@ -14,8 +14,8 @@
  * barrier signal after them, on the same QP or behind a system-scope
  * release).  Every lane counts its own barriers in the team's region
  * (barrier_epoch[lane]); the signal words only grow, so consecutive
- * barriers never race a reset.  Bounded by the QPs' timeouts (ETIMEDOUT:
- * a rank did not come); EIO when a signal failed.
+ * barriers never race a reset.  Bounded by the QPs' timeouts (-ETIMEDOUT:
+ * a rank did not come); -EIO when a signal failed.
  */
 #ifndef KINET_DEVICE_COLL_BARRIER_CUH
 #define KINET_DEVICE_COLL_BARRIER_CUH

@@ -25,9 +25,9 @@
  * Forms, as in the rest of the device API (generated from one definition,
  * kinet/device/coll/impl/team.cuh): kinet_dev_team_<verb>(...) for one
  * thread, _warp for the 32 lanes of a warp, _block for the whole block
- * (same arguments; all members get the same status).  Statuses: 0, EINVAL
- * (rank, slot or range outside the team), and those of the verbs (EIO,
- * ETIMEDOUT).  Waits are bounded by the QP's timeout.
+ * (same arguments; all members get the same status).  Statuses: 0, -EINVAL
+ * (rank, slot or range outside the team), and those of the verbs (-EIO,
+ * -ETIMEDOUT).  Waits are bounded by the QP's timeout.
  */
 #ifndef KINET_DEVICE_COLL_TEAM_CUH
 #define KINET_DEVICE_COLL_TEAM_CUH
@@ -126,7 +126,7 @@ KINET_DEVI_FORMS(team_wait_until, kinet_devi_team_wait_until_g,
 		 (team, slot, src, value, seen))
 
 /* quiet: the group's puts and signals to peer are complete (stores fenced
- * at system scope; WQEs completed, EIO if one failed) and their sources may
+ * at system scope; WQEs completed, -EIO if one failed) and their sources may
  * be reused. */
 KINET_DEVI_FORMS(team_quiet, kinet_devi_team_quiet_g, (const struct kinet_dev_team *team, int peer), (team, peer))
 

@@ -15,16 +15,16 @@
 KINET_DEV_FN int kinet_devi_test_one(struct kinet_dev_qp *qp, uint64_t ticket)
 {
 	kinet_devi_peer_complete(qp);
-	if (kinet_devi_sq_cover(qp, &ticket) == ETIMEDOUT)
-		return ETIMEDOUT;
+	if (kinet_devi_sq_cover(qp, &ticket) == -ETIMEDOUT)
+		return -ETIMEDOUT;
 	return kinet_dev_sq_test(qp, ticket);
 }
 
 KINET_DEV_FN int kinet_devi_wait_one(struct kinet_dev_qp *qp, uint64_t ticket)
 {
 	kinet_devi_peer_complete(qp);
-	if (kinet_devi_sq_cover(qp, &ticket) == ETIMEDOUT)
-		return ETIMEDOUT;
+	if (kinet_devi_sq_cover(qp, &ticket) == -ETIMEDOUT)
+		return -ETIMEDOUT;
 	return kinet_dev_sq_wait(qp, ticket);
 }
 

@@ -50,7 +50,7 @@ KINET_DEV_FN int kinet_devi_deadline_expired(struct kinet_devi_deadline *d)
 KINET_DEV_FN int kinet_devi_qp_timed_out(struct kinet_dev_qp *qp)
 {
 	kinet_dev_record_error(qp->err, -ETIMEDOUT, qp->qpn, 0, 0, 0);
-	return ETIMEDOUT;
+	return -ETIMEDOUT;
 }
 
 #endif /* KINET_DEVICE_IMPL_DEADLINE_CUH */

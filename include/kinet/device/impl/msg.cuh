@@ -17,7 +17,7 @@ KINET_DEV_FN int kinet_devi_send_g(int g, struct kinet_dev_qp *qp, const void *l
 				   uint64_t size, int with_imm, uint32_t imm, uint64_t *ticket)
 {
 	if (size > KINET_DEV_MAX_WQE_BYTES)
-		return EINVAL;
+		return -EINVAL;
 	struct kinet_devi_tail t;
 	kinet_devi_tail_init(&t, with_imm ? KINET_WQE_OP_SEND_IMM : KINET_WQE_OP_SEND);
 	t.laddr = (uint64_t)(uintptr_t)laddr;
@@ -62,7 +62,7 @@ KINET_DEV_FN int kinet_devi_recv_one(struct kinet_dev_qp *qp, uint32_t *byte_len
 	kinet_devi_deadline_init(&d, kinet_devi_qp_timeout_ns(qp));
 	for (;;) {
 		int st = kinet_dev_rq_poll(qp, byte_len, imm, index);
-		if (st != EAGAIN)
+		if (st != -EAGAIN)
 			return st;
 		if (kinet_devi_deadline_expired(&d))
 			return kinet_devi_qp_timed_out(qp);

@@ -52,7 +52,7 @@
 #include "kinet/kinet.h"
 
 /* Not a status: the operation does not take the peer path. */
-#define KINET_DEVI_PEER_MISS (-1)
+#define KINET_DEVI_PEER_MISS 1
 
 /* Largest transfer per thread of the group that the peer path takes in the
  * thread and warp forms; larger ones go to the engine, whose copy engine
@@ -156,16 +156,16 @@ KINET_DEV_FN int kinet_devi_peer_sq_idle(struct kinet_dev_qp *qp, uint64_t *read
 }
 
 /* Earlier WQEs of the QP complete (in order) before a peer operation runs:
- * 0 with *ticket = the commit index, or EIO / ETIMEDOUT as their wait. */
+ * 0 with *ticket = the commit index, or -EIO / -ETIMEDOUT as their wait. */
 KINET_DEV_FN int kinet_devi_peer_drain(struct kinet_dev_qp *qp, uint64_t *ticket)
 {
 	if (kinet_devi_scoped_load_acquire_u32(kinet_devi_qp_scope(qp), &qp->sq_error))
-		return EIO;
+		return -EIO;
 	if (kinet_devi_peer_sq_idle(qp, ticket))
 		return 0;
 	/* Under moderation the last WQEs may have asked for no CQE. */
-	if (kinet_devi_sq_cover(qp, ticket) == ETIMEDOUT)
-		return ETIMEDOUT;
+	if (kinet_devi_sq_cover(qp, ticket) == -ETIMEDOUT)
+		return -ETIMEDOUT;
 	return kinet_dev_sq_wait(qp, *ticket);
 }
 

@@ -300,7 +300,7 @@ KINET_DEV_FN void kinet_devi_signal_tail(struct kinet_devi_tail *t, const struct
  * *ticket becomes the NOP's: the caller waits for the completion it
  * created, so no CQE of its making is left unconsumed when it returns (a
  * kernel that waited for everything leaves sq_done == sq_reserved).
- * 0, or the NOP post's status (EIO after an error: the wait reports it). */
+ * 0, or the NOP post's status (-EIO after an error: the wait reports it). */
 KINET_DEV_FN int kinet_devi_sq_cover(struct kinet_dev_qp *qp, uint64_t *ticket)
 {
 	int scope = kinet_devi_qp_scope(qp);

@@ -29,13 +29,13 @@ KINET_DEV_FN int kinet_devi_put_inline_g(int g, struct kinet_dev_qp *qp, const v
 					 uint64_t raddr, uint32_t rkey, uint64_t *ticket)
 {
 	/* The peer path first: its one read of the QP covers max_inline, and
-	 * it misses on sizes that need EINVAL. */
+	 * it misses on sizes that need -EINVAL. */
 	int st = kinet_devi_peer_put_inline_g(g, qp, data, size, raddr, rkey, ticket);
 	if (st != KINET_DEVI_PEER_MISS)
 		return st;
 	uint32_t max = qp->max_inline < KINET_DEV_MAX_INLINE ? qp->max_inline : KINET_DEV_MAX_INLINE;
 	if (size > max)
-		return EINVAL;
+		return -EINVAL;
 	struct kinet_devi_tail t;
 	kinet_devi_tail_init(&t, KINET_WQE_OP_RDMA_WRITE);
 	t.inl = data;

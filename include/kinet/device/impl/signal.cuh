@@ -24,7 +24,7 @@ KINET_DEV_FN int kinet_devi_signal_g(int g, struct kinet_dev_qp *qp, uint64_t si
 				     uint64_t add, uint64_t *ticket)
 {
 	if (!qp->scratch)
-		return EINVAL;
+		return -EINVAL;
 	{ /* the peer path first (it reads the QP and misses on others) */
 		int st = kinet_devi_peer_put_signal_g(g, qp, NULL, 0, 0, 0, 0, sig_raddr, sig_rkey, add,
 						      ticket);
@@ -41,7 +41,7 @@ KINET_DEV_FN int kinet_devi_put_signal_g(int g, struct kinet_dev_qp *qp, const v
 					 uint32_t sig_rkey, uint64_t add, uint64_t *ticket)
 {
 	if (!qp->scratch)
-		return EINVAL;
+		return -EINVAL;
 	{ /* the peer path first (it reads the QP and misses on others) */
 		int st = kinet_devi_peer_put_signal_g(g, qp, laddr, lkey, raddr, rkey, size, sig_raddr,
 						      sig_rkey, add, ticket);
@@ -78,7 +78,7 @@ KINET_DEV_FN int kinet_devi_signal_wait_until_one(struct kinet_dev_qp *qp, const
 						  uint64_t value, uint64_t *seen)
 {
 	if (cmp < KINET_DEV_CMP_EQ || cmp > KINET_DEV_CMP_LE)
-		return EINVAL;
+		return -EINVAL;
 	struct kinet_devi_deadline d;
 	kinet_devi_deadline_init(&d, kinet_devi_qp_timeout_ns(qp));
 	for (uint32_t i = 1;; i++) {
@@ -94,7 +94,7 @@ KINET_DEV_FN int kinet_devi_signal_wait_until_one(struct kinet_dev_qp *qp, const
 		if ((i & 15) == 0 && kinet_devi_deadline_expired(&d)) {
 			if (qp)
 				return kinet_devi_qp_timed_out(qp);
-			return ETIMEDOUT;
+			return -ETIMEDOUT;
 		}
 	}
 }

@@ -81,7 +81,7 @@ KINET_DEV_FN void kinet_devi_sq_plain_doorbell(const struct kinet_dev_qp *qp, ui
  * fence, for every consecutive written post from sq_ready on (flat
  * combining).  The marks are read with acquire at that scope and the fence
  * before the doorbell is cumulative, so every marked post's WQE stores
- * reach host memory before the doorbell.  0 or ETIMEDOUT. */
+ * reach host memory before the doorbell.  0 or -ETIMEDOUT. */
 KINET_DEV_FN int kinet_devi_sq_commit_combined(struct kinet_dev_qp *qp, int scope, uint64_t idx, uint32_t n,
 					       const uint64_t *last)
 {

@@ -35,7 +35,7 @@ KINET_DEV_FN int kinet_devi_alltoall_send_any_g(int g, const struct kinet_dev_te
 {
 	int size = team->size, st = 0;
 	if (slot >= team->slots || part >= nparts)
-		return EINVAL;
+		return -EINVAL;
 	for (int i = 0; i < size && !st; i++) {
 		int p = (int)(((uint64_t)team->rank + 1 + part + (uint64_t)i) % (uint64_t)size);
 		uint64_t n = send_bytes ? send_bytes[p] : bytes;
@@ -58,7 +58,7 @@ KINET_DEV_FN int kinet_devi_alltoall_wait_g(int g, const struct kinet_dev_team *
 {
 	int st = 0;
 	if (epoch == 0 || epoch >= KINET_DEV_TEAM_EPOCH)
-		return EINVAL;
+		return -EINVAL;
 	for (int i = 0; i < team->size && !st; i++)
 		st = kinet_devi_team_wait_until_g(g, team, slot, (team->rank + i) % team->size,
 						  epoch * KINET_DEV_TEAM_EPOCH, NULL);
@@ -72,7 +72,7 @@ KINET_DEV_FN int kinet_devi_alltoall_any_g(int g, const struct kinet_dev_team *t
 					   const uint64_t *recv_displ, uint64_t bytes)
 {
 	if (epoch == 0 || epoch >= KINET_DEV_TEAM_EPOCH)
-		return EINVAL;
+		return -EINVAL;
 	int st = kinet_devi_alltoall_send_any_g(g, team, slot, kinet_devi_coll_id_g(g),
 						kinet_devi_coll_count_g(g), send_off, send_displ, send_bytes,
 						recv_off, recv_displ, bytes);
@@ -91,7 +91,7 @@ KINET_DEV_FN int kinet_devi_alltoallv_send_g(int g, const struct kinet_dev_team 
 					     uint64_t recv_off, const uint64_t *recv_displ)
 {
 	if (!send_displ || !send_bytes || !recv_displ)
-		return EINVAL;
+		return -EINVAL;
 	return kinet_devi_alltoall_send_any_g(g, team, slot, part, nparts, send_off, send_displ, send_bytes,
 					      recv_off, recv_displ, 0);
 }

@@ -110,7 +110,7 @@ KINET_DEV_FN int kinet_devi_team_put_g(int g, const struct kinet_dev_team *team,
 {
 	if (peer < 0 || peer >= team->size || !kinet_devi_team_range_ok(team, dst_off, bytes) ||
 	    !kinet_devi_team_range_ok(team, src_off, bytes))
-		return EINVAL;
+		return -EINVAL;
 	if (!bytes)
 		return 0;
 	const struct kinet_dev_team_peer *p = &team->peer[peer];
@@ -127,7 +127,7 @@ KINET_DEV_FN int kinet_devi_team_signal_g(int g, const struct kinet_dev_team *te
 					  uint64_t value)
 {
 	if (peer < 0 || peer >= team->size || slot >= team->slots)
-		return EINVAL;
+		return -EINVAL;
 	const struct kinet_dev_team_peer *p = &team->peer[peer];
 	uint64_t off = ((uint64_t)slot * (uint64_t)team->size + (uint64_t)team->rank) * 8;
 	/* Every member's stores before the leader's release (fences are
@@ -145,7 +145,7 @@ KINET_DEV_FN int kinet_devi_team_put_signal_g(int g, const struct kinet_dev_team
 					      uint32_t slot, uint64_t value)
 {
 	if (slot >= team->slots)
-		return EINVAL;
+		return -EINVAL;
 	int st = kinet_devi_team_put_g(g, team, peer, dst_off, src_off, bytes);
 	return st ? st : kinet_devi_team_signal_g(g, team, peer, slot, value);
 }
@@ -154,7 +154,7 @@ KINET_DEV_FN int kinet_devi_team_wait_until_g(int g, const struct kinet_dev_team
 					      int src, uint64_t value, uint64_t *seen)
 {
 	if (src < 0 || src >= team->size || slot >= team->slots)
-		return EINVAL;
+		return -EINVAL;
 	const uint64_t *word = (const uint64_t *)(const void *)team->base +
 			       (uint64_t)slot * (uint64_t)team->size + (uint64_t)src;
 	return kinet_devi_signal_wait_until_g(g, team->peer[src].qp, word, KINET_DEV_CMP_GE, value, seen);
@@ -163,7 +163,7 @@ KINET_DEV_FN int kinet_devi_team_wait_until_g(int g, const struct kinet_dev_team
 KINET_DEV_FN int kinet_devi_team_quiet_g(int g, const struct kinet_dev_team *team, int peer)
 {
 	if (peer < 0 || peer >= team->size)
-		return EINVAL;
+		return -EINVAL;
 	const struct kinet_dev_team_peer *p = &team->peer[peer];
 	if (!p->mapped)
 		return kinet_devi_quiet_g(g, p->qp);
