@@ -14,11 +14,10 @@
 KINET_DEV_FN int kinet_devi_fetch_add_g(int g, struct kinet_dev_qp *qp, uint64_t *result, uint32_t lkey,
 					uint64_t raddr, uint32_t rkey, uint64_t add, uint64_t *ticket)
 {
-	{ /* the peer path first (it reads the QP and misses on others) */
-		int st = kinet_devi_peer_atomic_g(g, qp, 0, result, lkey, raddr, rkey, add, 0, ticket);
-		if (st != KINET_DEVI_PEER_MISS)
-			return st;
-	}
+	/* The peer path first: it reads the QP and misses on other QPs. */
+	int st = kinet_devi_peer_atomic_g(g, qp, 0, result, lkey, raddr, rkey, add, 0, ticket);
+	if (st != KINET_DEVI_PEER_MISS)
+		return st;
 	struct kinet_devi_tail t;
 	kinet_devi_tail_init(&t, KINET_WQE_OP_ATOMIC_FA);
 	t.laddr = (uint64_t)(uintptr_t)result;
@@ -33,11 +32,10 @@ KINET_DEV_FN int kinet_devi_compare_swap_g(int g, struct kinet_dev_qp *qp, uint6
 					   uint64_t raddr, uint32_t rkey, uint64_t compare, uint64_t swap,
 					   uint64_t *ticket)
 {
-	{ /* the peer path first (it reads the QP and misses on others) */
-		int st = kinet_devi_peer_atomic_g(g, qp, 1, result, lkey, raddr, rkey, compare, swap, ticket);
-		if (st != KINET_DEVI_PEER_MISS)
-			return st;
-	}
+	/* The peer path first: it reads the QP and misses on other QPs. */
+	int st = kinet_devi_peer_atomic_g(g, qp, 1, result, lkey, raddr, rkey, compare, swap, ticket);
+	if (st != KINET_DEVI_PEER_MISS)
+		return st;
 	struct kinet_devi_tail t;
 	kinet_devi_tail_init(&t, KINET_WQE_OP_ATOMIC_CS);
 	t.laddr = (uint64_t)(uintptr_t)result;

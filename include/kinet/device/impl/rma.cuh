@@ -14,11 +14,10 @@
 KINET_DEV_FN int kinet_devi_put_g(int g, struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey,
 				  uint64_t raddr, uint32_t rkey, uint64_t size, uint64_t *ticket)
 {
-	{ /* the peer path first (it reads the QP and misses on others) */
-		int st = kinet_devi_peer_put_g(g, qp, laddr, lkey, raddr, rkey, size, ticket);
-		if (st != KINET_DEVI_PEER_MISS)
-			return st;
-	}
+	/* The peer path first: it reads the QP and misses on other QPs. */
+	int st = kinet_devi_peer_put_g(g, qp, laddr, lkey, raddr, rkey, size, ticket);
+	if (st != KINET_DEVI_PEER_MISS)
+		return st;
 	struct kinet_devi_xfer x;
 	kinet_devi_xfer_init(&x, KINET_WQE_OP_RDMA_WRITE, (uint64_t)(uintptr_t)laddr, lkey, raddr, rkey, size,
 			     0);
@@ -48,11 +47,10 @@ KINET_DEV_FN int kinet_devi_put_inline_g(int g, struct kinet_dev_qp *qp, const v
 KINET_DEV_FN int kinet_devi_get_g(int g, struct kinet_dev_qp *qp, void *laddr, uint32_t lkey, uint64_t raddr,
 				  uint32_t rkey, uint64_t size, uint64_t *ticket)
 {
-	{ /* the peer path first (it reads the QP and misses on others) */
-		int st = kinet_devi_peer_get_g(g, qp, laddr, lkey, raddr, rkey, size, ticket);
-		if (st != KINET_DEVI_PEER_MISS)
-			return st;
-	}
+	/* The peer path first: it reads the QP and misses on other QPs. */
+	int st = kinet_devi_peer_get_g(g, qp, laddr, lkey, raddr, rkey, size, ticket);
+	if (st != KINET_DEVI_PEER_MISS)
+		return st;
 	struct kinet_devi_xfer x;
 	kinet_devi_xfer_init(&x, KINET_WQE_OP_RDMA_READ, (uint64_t)(uintptr_t)laddr, lkey, raddr, rkey, size,
 			     0);

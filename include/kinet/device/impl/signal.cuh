@@ -25,12 +25,10 @@ KINET_DEV_FN int kinet_devi_signal_g(int g, struct kinet_dev_qp *qp, uint64_t si
 {
 	if (!qp->scratch)
 		return -EINVAL;
-	{ /* the peer path first (it reads the QP and misses on others) */
-		int st = kinet_devi_peer_put_signal_g(g, qp, NULL, 0, 0, 0, 0, sig_raddr, sig_rkey, add,
-						      ticket);
-		if (st != KINET_DEVI_PEER_MISS)
-			return st;
-	}
+	/* The peer path first: it reads the QP and misses on other QPs. */
+	int st = kinet_devi_peer_put_signal_g(g, qp, NULL, 0, 0, 0, 0, sig_raddr, sig_rkey, add, ticket);
+	if (st != KINET_DEVI_PEER_MISS)
+		return st;
 	struct kinet_devi_tail t;
 	kinet_devi_signal_tail(&t, qp, sig_raddr, sig_rkey, add);
 	return kinet_devi_post_tail(g, qp, &t, ticket);
@@ -42,12 +40,11 @@ KINET_DEV_FN int kinet_devi_put_signal_g(int g, struct kinet_dev_qp *qp, const v
 {
 	if (!qp->scratch)
 		return -EINVAL;
-	{ /* the peer path first (it reads the QP and misses on others) */
-		int st = kinet_devi_peer_put_signal_g(g, qp, laddr, lkey, raddr, rkey, size, sig_raddr,
-						      sig_rkey, add, ticket);
-		if (st != KINET_DEVI_PEER_MISS)
-			return st;
-	}
+	/* The peer path first: it reads the QP and misses on other QPs. */
+	int st = kinet_devi_peer_put_signal_g(g, qp, laddr, lkey, raddr, rkey, size, sig_raddr, sig_rkey, add,
+					      ticket);
+	if (st != KINET_DEVI_PEER_MISS)
+		return st;
 	struct kinet_devi_xfer x;
 	struct kinet_devi_tail t;
 	kinet_devi_xfer_init(&x, KINET_WQE_OP_RDMA_WRITE, (uint64_t)(uintptr_t)laddr, lkey, raddr, rkey, size,
