@@ -241,10 +241,7 @@ KINET_DEV_FN int kinet_devi_peer_resolve(int g, struct kinet_dev_qp *qp, const s
 		}
 		if (!st && !v->err && v->done >= v->ready) {
 			if (v->ready) /* those WQEs' effects before ours */
-				kinet_devi_scoped_fence_acquire(
-					v->sharing == KINET_SHARE_EXCLUSIVE ? KINET_DEVI_SCOPE_THREAD
-					: v->sharing == KINET_SHARE_CTA	    ? KINET_DEVI_SCOPE_CTA
-									    : KINET_DEVI_SCOPE_GPU);
+				kinet_devi_scoped_fence_acquire(kinet_devi_sharing_scope(v->sharing));
 			tk = v->ready;
 		} else if (!st) {
 			st = kinet_devi_peer_drain(qp, &tk);

@@ -21,11 +21,17 @@
 #define KINET_DEVI_SCOPE_CTA 1	  /* KINET_SHARE_CTA */
 #define KINET_DEVI_SCOPE_GPU 2	  /* KINET_SHARE_GPU */
 
+/* The scope of a sharing mode (enum kinet_qp_sharing). */
+KINET_DEV_FN int kinet_devi_sharing_scope(uint32_t sharing)
+{
+	if (sharing == KINET_SHARE_EXCLUSIVE)
+		return KINET_DEVI_SCOPE_THREAD;
+	return sharing == KINET_SHARE_CTA ? KINET_DEVI_SCOPE_CTA : KINET_DEVI_SCOPE_GPU;
+}
+
 KINET_DEV_FN int kinet_devi_qp_scope(const struct kinet_dev_qp *qp)
 {
-	if (qp->sharing == KINET_SHARE_EXCLUSIVE)
-		return KINET_DEVI_SCOPE_THREAD;
-	return qp->sharing == KINET_SHARE_CTA ? KINET_DEVI_SCOPE_CTA : KINET_DEVI_SCOPE_GPU;
+	return kinet_devi_sharing_scope(qp->sharing);
 }
 
 /* Accesses to the descriptor's device counters (GPU memory) at a scope:
