@@ -107,15 +107,15 @@ int kinet_peer_ctx_add(struct kinet_ctx *ctx)
 
 /* ---- device table updates ---- */
 
-/* Writes host bytes into the link's device table at the same offset. */
-static int table_write(struct kinet_peer_link *l, const void *field, const void *src, size_t len)
+/* Writes host bytes into device memory of the link's QP context (its
+ * table or the QP's descriptor). */
+static int table_write(struct kinet_peer_link *l, void *field, const void *src, size_t len)
 {
-	size_t off = (size_t)((const uint8_t *)field - (const uint8_t *)l->dev);
-
-	return kinet_cuda_copy_in(l->qp->ctx, (uint8_t *)l->dev + off, src, len);
+	return kinet_cuda_copy_in(l->qp->ctx, field, src, len);
 }
 
-/* A key or count: on a host-only context device code runs on CPU threads
+/* A key or count (in the table or the QP descriptor: both are device
+ * memory of the QP's context): on a host-only context device code runs on CPU threads
  * reading with acquire loads, so the store is a release; with CUDA each
  * cudaMemcpy is complete (and ordered after the previous) on return. */
 static void table_publish(struct kinet_peer_link *l, uint32_t *field, uint32_t v)
@@ -131,15 +131,8 @@ static void table_publish(struct kinet_peer_link *l, uint32_t *field, uint32_t v
  * there finds the record; revocations zero both before returning. */
 static void hot_key_publish(struct kinet_peer_link *l, int side, uint32_t slot, uint32_t v)
 {
-	uint32_t *field;
-
-	if (slot >= KINET_DEV_PEER_HOT_KEYS)
-		return;
-	field = &l->qp->dev->peer_key[side][slot];
-	if (l->qp->ctx->cuda_device < 0)
-		__atomic_store_n(field, v, __ATOMIC_RELEASE);
-	else
-		kinet_cuda_copy_in(l->qp->ctx, field, &v, sizeof(v));
+	if (slot < KINET_DEV_PEER_HOT_KEYS)
+		table_publish(l, &l->qp->dev->peer_key[side][slot], v);
 }
 
 bool kinet_peer_window_in_process(const struct kinet_ctx *viewer, uint64_t addr, uint64_t length,
