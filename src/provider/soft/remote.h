@@ -6,7 +6,8 @@
  * Requester (remote_req.c, on the QP's engine thread): one request message
  * per operation, or per fragment of RP_FRAG bytes of a larger write/send.
  * Target (remote_tgt.c, on the target context's engine thread 0): checks,
- * places, answers one response per operation (per fragment of read data).
+ * places, answers one response per operation (per fragment of read data),
+ * except that consecutive writes share one (remote_tgt.c).
  * All state is under rp_state.lock; lock order: the context's MR table read
  * lock, then rp_state.lock, then the carrier's own locks.
  * Over the node carrier, GPU memory of the requester is reached by the
@@ -20,9 +21,11 @@
 #include "transport.h"
 
 #define RP_MAGIC 0x50524e4bu /* "KNRP" read as little-endian */
-#define RP_VERSION 3
+#define RP_VERSION 4
 #define RP_FRAG (64u * 1024u) /* payload bytes per message */
 #define RP_WINDOW 64u	      /* outstanding operations per QP */
+/* Writes answered by one response at most (remote_tgt.c, "Acknowledgements"). */
+#define RP_ACK_EVERY 16u
 
 /* RP_IPC_PROBE/RP_IPC_ACK: can the target open the requester's CUDA IPC
  * handle (node_ipc.c)?  Outside the order of requests. */
@@ -204,6 +207,11 @@ struct rp_chan {
 	int ndst;
 	struct kinet_sgl_entry dst[KINET_MAX_SGE];
 	struct rp_chan *next;
+	/* Writes done and not yet answered: the latest one's request, which
+	 * answered answers them all; on rp_state.acks while ack_count > 0. */
+	struct rp_msg ack;
+	uint32_t ack_count;
+	struct rp_chan *ack_next;
 };
 
 /* Responses waiting for carrier room, per peer. */
@@ -220,6 +228,7 @@ struct rp_state {
 	struct rp_carrier car[RP_NKINDS];
 	struct rp_qp *qps;
 	struct rp_chan *chans;
+	struct rp_chan *acks; /* target: channels owing an answer to writes */
 	struct rp_outq *outqs;
 	struct rp_ipc_map *ipc_maps;   /* target: requesters' allocations opened */
 	int ipc_mode;		       /* 0: not read yet, 1: $KINET_NODE_IPC on, -1: off */
@@ -249,6 +258,8 @@ void rp_on_pong(struct rp_state *rs, const struct rp_msg *m);
 void rp_on_request(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
 		   const struct rp_msg *m, const uint8_t *payload);
 int rp_target_progress(struct rp_state *rs);
+/* Sends the answers owed to writes (remote_tgt.c, "Acknowledgements"). */
+void rp_target_flush_acks(struct rp_state *rs);
 void rp_on_ping(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
 		const struct rp_msg *m);
 void rp_target_free(struct rp_state *rs);

@@ -393,6 +393,17 @@ void rp_on_response(struct rp_state *rs, const struct rp_msg *m, const uint8_t *
 		if (synd)
 			slot_fail(s, synd);
 		s->done = true;
+	} else if (s->opcode == KINET_WQE_OP_RDMA_WRITE || s->opcode == KINET_WQE_OP_RDMA_WRITE_IMM) {
+		/* One answer for the writes up to this one (the target answers
+		 * every other operation, and errors, as they come, in order). */
+		for (uint64_t seq = p->oldest; seq <= m->seq; seq++) {
+			struct rp_slot *w = slot_of(p, seq);
+
+			if (w && !w->done &&
+			    (w->opcode == KINET_WQE_OP_RDMA_WRITE ||
+			     w->opcode == KINET_WQE_OP_RDMA_WRITE_IMM))
+				w->done = true;
+		}
 	} else {
 		s->done = true;
 	}

@@ -18,6 +18,18 @@
  * answers nothing.  An RP_FLAG_IPC request (node_ipc.c) carries no data:
  * after the same checks, the data moves between this context's memory and
  * the requester's GPU buffer, mapped here through CUDA IPC, in one copy.
+ *
+ * Acknowledgements: as an RC responder coalesces ACKs, writes (with or
+ * without immediate) are answered together.  A write done is owed an
+ * answer; the answer to the latest write owed on a channel answers every
+ * earlier one (requests are handled in order, so all of them are done).
+ * It goes out before any other answer on the channel (a read's data, an
+ * atomic's value, an error: the requester sees completions in order),
+ * after RP_ACK_EVERY writes (the requester's window keeps moving), and at
+ * the end of each engine pass over the carriers, so a write waits for its
+ * answer no longer than the pass that placed it.  Half the messages per
+ * write: the requester's engine reads one response per batch, not one per
+ * operation.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -87,12 +99,59 @@ void rp_send_queued(struct rp_state *rs, struct rp_carrier *car, struct kinet_ca
 	q->tail = h;
 }
 
-/* Sends a response, or queues it behind earlier ones. */
+/* Answers the writes owed on ch, if any. */
+static void ack_flush(struct rp_state *rs, struct rp_chan *ch)
+{
+	struct rp_msg m;
+
+	if (!ch->ack_count)
+		return;
+	ch->ack_count = 0;
+	for (struct rp_chan **pp = &rs->acks; *pp; pp = &(*pp)->ack_next) {
+		if (*pp == ch) {
+			*pp = ch->ack_next;
+			break;
+		}
+	}
+	ch->ack_next = NULL;
+	m = ch->ack;
+	m.type = RP_RESP;
+	m.src_qpn = ch->ack.dst_qpn;
+	m.dst_qpn = ch->ack.src_qpn;
+	m.src_node = rs->ctx->node_id;
+	m.syndrome = 0;
+	m.offset = 0;
+	m.frag_len = 0;
+	m.flags = RP_FLAG_LAST;
+	rp_send_queued(rs, ch->car, ch->peer, &m, NULL, 0);
+}
+
+/* Write m is done: owed an answer, sent with the next ones. */
+static void ack_defer(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg *m)
+{
+	if (!ch->ack_count++) {
+		ch->ack_next = rs->acks;
+		rs->acks = ch;
+	}
+	ch->ack = *m;
+	if (ch->ack_count >= RP_ACK_EVERY)
+		ack_flush(rs, ch);
+}
+
+void rp_target_flush_acks(struct rp_state *rs)
+{
+	while (rs->acks)
+		ack_flush(rs, rs->acks);
+}
+
+/* Sends a response (after the writes owed on ch), or queues it behind
+ * earlier ones. */
 static void respond(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg *req, uint8_t syndrome,
 		    uint32_t off, const void *data, uint32_t n, bool last)
 {
 	struct rp_msg m = *req;
 
+	ack_flush(rs, ch);
 	m.type = RP_RESP;
 	m.src_qpn = req->dst_qpn;
 	m.dst_qpn = req->src_qpn;
@@ -186,7 +245,7 @@ static int do_write(struct rp_state *rs, struct rp_chan *ch, struct kinet_qp *tq
 	if (m->flags & RP_FLAG_LAST) {
 		if (imm)
 			responder_cqe(tq, KINET_CQE_RESP_WR_IMM, ch->cur_index, m->length, m->imm_be);
-		respond(rs, ch, m, 0, 0, NULL, 0, true);
+		ack_defer(rs, ch, m);
 		ch->cur_seq = 0;
 	}
 	return H_DONE;
@@ -413,6 +472,9 @@ int rp_target_progress(struct rp_state *rs)
 {
 	int n = 0;
 
+	/* What the pass over the carriers placed is answered now, and no
+	 * channel below is freed while it owes an answer. */
+	rp_target_flush_acks(rs);
 	for (struct rp_outq *q = rs->outqs; q; q = q->next)
 		if (q->head)
 			n += outq_progress(q);
@@ -430,6 +492,7 @@ int rp_target_progress(struct rp_state *rs)
 		}
 		pp = &ch->next;
 	}
+	rp_target_flush_acks(rs); /* writes held until now */
 	return n;
 }
 
@@ -453,6 +516,7 @@ void rp_target_qp_gone(struct rp_state *rs, uint32_t qpn)
 			continue;
 		}
 		*pp = ch->next;
+		ack_flush(rs, ch); /* those writes were done */
 		free_list(ch->head);
 		free(ch);
 	}
@@ -460,6 +524,7 @@ void rp_target_qp_gone(struct rp_state *rs, uint32_t qpn)
 
 void rp_target_free(struct rp_state *rs)
 {
+	rs->acks = NULL; /* the context is closing: nobody waits for answers */
 	while (rs->chans) {
 		struct rp_chan *ch = rs->chans;
 
