@@ -98,9 +98,11 @@ run iter -s 8,64,512,4096 --src-mem gpu --compute-reps 1 --compute-n 4096
 run write --bw --sweep 4K:64M
 run write --bw --sweep 4K:64M --src-mem gpu --dst-mem gpu
 # 4. Message rate of 8-byte puts vs QPs and engine threads (32 posting
-#    threads per block, one block per QP; CPU-initiated: a thread per QP).
+#    threads per block, one block per QP, combined doorbells; CPU-initiated:
+#    a thread per QP).  132 QPs: enough posters that the engines are the
+#    limit (eng_busy says which side is).
 for eng in 1 2 4 8; do
-	for qps in 1 4 16 64; do
+	for qps in 1 16 64 132; do
 		init=gpu
 		[ "$qps" -le 16 ] && init=both
 		run write --rate -s 8 -t 32 -b "$qps" -q "$qps" --engine-threads "$eng" --initiator "$init"
