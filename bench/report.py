@@ -152,9 +152,9 @@ def targets(rs):
                     f"{best1:.2f} M/s" if best1 is not None else "no 1-engine result",
                     "MET" if best1 is not None and best1 >= 20 else "NOT MET"))
         # More engine threads must help while the engines are the limit;
-        # once the busiest one idles (< 90 % busy) the posters are, and a
-        # flat rate is the GPU side's limit, not the engine's.
-        grows = all(by_eng[b] > 1.05 * by_eng[a] or (busy[a] is not None and busy[a] < 0.9)
+        # when the added ones leave the busiest idle (< 90 % busy) the
+        # posters are, and a flat rate is the GPU side's limit.
+        grows = all(by_eng[b] > 1.05 * by_eng[a] or (busy[b] is not None and busy[b] < 0.9)
                     for a, b in zip(engs, engs[1:]))
         limit = ", ".join(f"{e} eng: {100 * busy[e]:.0f}%" for e in engs if busy[e] is not None)
         res.append(("8 B put rate grows with engine threads until the posters are the limit",
