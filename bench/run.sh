@@ -48,6 +48,11 @@ if [ -z "${KINET_COMMIT:-}" ]; then
 	KINET_COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 fi
 export KINET_COMMIT
+# Sections 1-6 measure the software NIC: loopback QPs of one process would
+# otherwise take the peer path (device stores, no engine), and the report
+# would judge the engine's targets on numbers the engine never made.
+# KINET_P2P set by the caller wins; section 7 sets it per sweep.
+export KINET_P2P=${KINET_P2P:-off}
 
 START=$(date +%s)
 FAILED=0
@@ -59,6 +64,7 @@ LAUNCH=()
 run() {
 	local now elapsed out rc what
 	what="${LAUNCH[*]:+${LAUNCH[*]} }kinet-perf $*"
+	[ "${LAUNCH[0]:-}" = env ] || what="KINET_P2P=$KINET_P2P $what"
 	now=$(date +%s)
 	elapsed=$((now - START))
 	echo "$what" >>"$CMDS"
@@ -166,6 +172,7 @@ if [ "$two_gpus" = auto ]; then
 	[ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ] && two_gpus=1
 fi
 if [ "$two_gpus" = 1 ]; then
+	LAUNCH=(env KINET_P2P=auto)
 	two_gpu_sweep 64M
 	LAUNCH=(env KINET_P2P=off)
 	two_gpu_sweep 4M
