@@ -23,12 +23,6 @@
 #include "kinet/kinet.h"
 #include "kinet/wire.h"
 
-/* Set to 1 to publish the CPU-mode producer index with a release store
- * instead of an atomic max (equivalent: posters ring in order). */
-#ifndef KINET_DEV_CPU_DB_PLAIN_STORE
-#define KINET_DEV_CPU_DB_PLAIN_STORE 0
-#endif
-
 /* Rings the doorbell for producer index pi (BBs posted); last holds the 64
  * bytes of the WQE at pi - 1.  GPU and BF modes need them: NULL reads them
  * back from the ring (host memory: a ~2 us PCIe read; the high level never
@@ -71,13 +65,11 @@ KINET_DEV_FN void kinet_dev_sq_ring(struct kinet_dev_qp *qp, uint64_t pi, const 
 			kinet_devi_store_relaxed_u64(&bf[0], q[0]);
 		}
 	} else {
-		/* CPU mode: WQE stores before the producer index. */
+		/* CPU mode: WQE stores before the producer index; a max, so
+		 * callers may ring in any order (the high level, which rings in
+		 * index order, stores instead: impl/sq.cuh). */
 		kinet_dev_fence_release_sys();
-#if KINET_DEV_CPU_DB_PLAIN_STORE
-		kinet_devi_store_release_u64_sys(qp->db_cpu_pi, pi);
-#else
 		kinet_devi_atomic_max_u64(qp->db_cpu_pi, pi);
-#endif
 	}
 }
 

@@ -146,7 +146,7 @@ KINET_DEV_FN int kinet_dev_sq_commit(struct kinet_dev_qp *qp, uint64_t idx, uint
 			if (kinet_devi_deadline_expired(&d))
 				return kinet_devi_qp_timed_out(qp);
 	}
-	kinet_dev_sq_ring(qp, idx + n, last);
+	kinet_devi_sq_ring_in_order(qp, idx + n, last);
 	kinet_devi_scoped_store_release_u64(scope, &qp->sq_ready, idx + n);
 	return 0;
 }

@@ -62,6 +62,24 @@ KINET_DEV_FN int kinet_devi_qp_progress_word(int scope, struct kinet_dev_qp *qp,
 	return (int)n;
 }
 
+/* kinet_dev_sq_ring for a poster whose turn it is: commits ring in index
+ * order (the previous ringer's sq_ready store or db_lock release happens
+ * before this ring, so its doorbell store precedes this one in the word's
+ * coherence order), so in CPU mode the word only grows and a plain store
+ * after the release fence does what the atomic max does.  The store is
+ * cheaper: an atomic on pinned host memory is a PCIe atomic, and 8 B
+ * GPU-initiated writes took 4.70 us with it against 4.11 us for the GPU
+ * doorbell mode's two fences and two stores (H200, same run). */
+KINET_DEV_FN void kinet_devi_sq_ring_in_order(struct kinet_dev_qp *qp, uint64_t pi, const uint64_t *last)
+{
+	if (qp->db_mode != KINET_DB_CPU) {
+		kinet_dev_sq_ring(qp, pi, last);
+		return;
+	}
+	kinet_dev_fence_release_sys();
+	kinet_devi_store_relaxed_u64(qp->db_cpu_pi, pi);
+}
+
 /* The 8-byte doorbell that announces producer index pi without a WQE copy
  * (ds 0: the WQE index is the producer index, as GPUNetIO and NVSHMEM
  * ring): what whoever rings for several posters writes in GPU and BF
@@ -107,10 +125,10 @@ KINET_DEV_FN int kinet_devi_sq_commit_combined(struct kinet_dev_qp *qp, int scop
 			if (pi > ready) {
 				uint64_t q[8];
 				if (pi == end && last) {
-					kinet_dev_sq_ring(qp, pi, last);
+					kinet_devi_sq_ring_in_order(qp, pi, last);
 				} else {
 					kinet_devi_sq_plain_doorbell(qp, pi, q);
-					kinet_dev_sq_ring(qp, pi, q);
+					kinet_devi_sq_ring_in_order(qp, pi, q);
 				}
 				kinet_devi_scoped_store_release_u64(scope, &qp->sq_ready, pi);
 			}
