@@ -2,7 +2,8 @@
  * kinet device API: doorbells, low level.
  *
  * Send doorbell (kinet_dev_sq_ring), per qp->db_mode:
- *   CPU: release fence (sys) -> atomic max of the 64-bit PI into *db_cpu_pi.
+ *   CPU: release fence (sys) -> atomic max of the 64-bit PI into *db_cpu_pi
+ *        (the high level, ringing in index order, stores it: impl/sq.cuh).
  *   GPU: release fence (sys) -> dbrec[SEND] = be32(pi & 0xffff) -> release
  *        fence (sys) -> 8-byte store of the last WQE's first 8 bytes to *uar_db.
  *   BF:  release fence (sys) -> dbrec[SEND] -> bytes 8..63 of the last WQE to
