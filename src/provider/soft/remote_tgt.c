@@ -99,11 +99,26 @@ void rp_send_queued(struct rp_state *rs, struct rp_carrier *car, struct kinet_ca
 	q->tail = h;
 }
 
+/* Sends the response to req, or queues it behind earlier ones. */
+static void answer(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg *req, uint8_t syndrome,
+		   uint32_t off, const void *data, uint32_t n, bool last)
+{
+	struct rp_msg m = *req;
+
+	m.type = RP_RESP;
+	m.src_qpn = req->dst_qpn;
+	m.dst_qpn = req->src_qpn;
+	m.src_node = rs->ctx->node_id;
+	m.syndrome = syndrome;
+	m.offset = off;
+	m.frag_len = n;
+	m.flags = (last ? RP_FLAG_LAST : 0) | (req->flags & RP_FLAG_IPC);
+	rp_send_queued(rs, ch->car, ch->peer, &m, data, n);
+}
+
 /* Answers the writes owed on ch, if any. */
 static void ack_flush(struct rp_state *rs, struct rp_chan *ch)
 {
-	struct rp_msg m;
-
 	if (!ch->ack_count)
 		return;
 	ch->ack_count = 0;
@@ -114,16 +129,7 @@ static void ack_flush(struct rp_state *rs, struct rp_chan *ch)
 		}
 	}
 	ch->ack_next = NULL;
-	m = ch->ack;
-	m.type = RP_RESP;
-	m.src_qpn = ch->ack.dst_qpn;
-	m.dst_qpn = ch->ack.src_qpn;
-	m.src_node = rs->ctx->node_id;
-	m.syndrome = 0;
-	m.offset = 0;
-	m.frag_len = 0;
-	m.flags = RP_FLAG_LAST;
-	rp_send_queued(rs, ch->car, ch->peer, &m, NULL, 0);
+	answer(rs, ch, &ch->ack, 0, 0, NULL, 0, true);
 }
 
 /* Write m is done: owed an answer, sent with the next ones. */
@@ -144,23 +150,12 @@ void rp_target_flush_acks(struct rp_state *rs)
 		ack_flush(rs, rs->acks);
 }
 
-/* Sends a response (after the writes owed on ch), or queues it behind
- * earlier ones. */
+/* Answers req after the writes owed on ch. */
 static void respond(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg *req, uint8_t syndrome,
 		    uint32_t off, const void *data, uint32_t n, bool last)
 {
-	struct rp_msg m = *req;
-
 	ack_flush(rs, ch);
-	m.type = RP_RESP;
-	m.src_qpn = req->dst_qpn;
-	m.dst_qpn = req->src_qpn;
-	m.src_node = rs->ctx->node_id;
-	m.syndrome = syndrome;
-	m.offset = off;
-	m.frag_len = n;
-	m.flags = (last ? RP_FLAG_LAST : 0) | (req->flags & RP_FLAG_IPC);
-	rp_send_queued(rs, ch->car, ch->peer, &m, data, n);
+	answer(rs, ch, req, syndrome, off, data, n, last);
 }
 
 static void refuse(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg *m, uint8_t syndrome)
@@ -471,10 +466,6 @@ static int outq_progress(struct rp_outq *q)
 int rp_target_progress(struct rp_state *rs)
 {
 	int n = 0;
-
-	/* What the pass over the carriers placed is answered now, and no
-	 * channel below is freed while it owes an answer. */
-	rp_target_flush_acks(rs);
 	for (struct rp_outq *q = rs->outqs; q; q = q->next)
 		if (q->head)
 			n += outq_progress(q);
@@ -487,12 +478,14 @@ int rp_target_progress(struct rp_state *rs)
 			/* Nothing held for a QP that is not (or no longer)
 			 * here, such as what came after it was destroyed. */
 			*pp = ch->next;
+			ack_flush(rs, ch); /* those writes were done */
 			free(ch);
 			continue;
 		}
 		pp = &ch->next;
 	}
-	rp_target_flush_acks(rs); /* writes held until now */
+	/* The writes this pass placed (over the carriers, and held ones). */
+	rp_target_flush_acks(rs);
 	return n;
 }
 
