@@ -300,5 +300,67 @@ KT_TEST(remote_state_freed_with_qps)
 	KT_CHECK(after < before + 64 * 1024);
 }
 
+/* kinet_ctx_pause on a target context stops its remote pass too: once it
+ * returns, nothing lands in the target's memory, even with requests
+ * arriving all the time (the remote pass used to run outside the engine
+ * thread's lock, so a pass under way went on placing writes). */
+#define PAUSE_ROUNDS 40
+#define PAUSE_WRITES 32
+#define PAUSE_LEN (64u * 1024u)
+KT_TEST(pause_stops_remote_pass)
+{
+	struct kinet_ctx *a, *b;
+	struct kt_buf src, dst;
+	struct kt_pair p;
+	const char *was = getenv("KINET_TRANSPORT");
+	int rc;
+
+	KT_OK(kt_ctx_open(1, &a));
+	KT_OK(kt_ctx_open(1, &b));
+	KT_OK(kt_buf_alloc(a, &src, PAUSE_LEN, KT_ACC_ALL, 0x5a));
+	KT_OK(kt_buf_alloc(b, &dst, PAUSE_LEN, KT_ACC_ALL, 0));
+	setenv("KINET_TRANSPORT", "node", 1);
+	rc = kt_pair_create(&p, a, b, NULL);
+	if (was)
+		setenv("KINET_TRANSPORT", was, 1);
+	else
+		unsetenv("KINET_TRANSPORT");
+	if (!rc) {
+		int landed = 0;
+
+		for (int round = 0; round < PAUSE_ROUNDS && !landed; round++) {
+			struct kinet_wc wc[PAUSE_WRITES];
+
+			for (int i = 0; i < PAUSE_WRITES; i++) {
+				struct kinet_sge s = kt_sge(&src, 0, PAUSE_LEN);
+				struct kinet_send_wr w =
+					kt_wr((uint64_t)i, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED, &s, 1,
+					      kt_addr(&dst, 0), kt_rkey(&dst));
+				KT_OK(kt_post(p.qp[0], &w));
+			}
+			/* Let the first requests reach the target's pass. */
+			kt_sleep_ms((unsigned)(round & 1));
+			KT_OK(kinet_ctx_pause(b));
+			memset(dst.p, 0, PAUSE_LEN);
+			kt_sleep_ms(3);
+			landed = !kt_mem_is(dst.p, 0, PAUSE_LEN);
+			KT_OK(kinet_ctx_resume(b));
+			KT_CHECK_EQ(kt_poll_n(p.cq[0], PAUSE_WRITES, wc, 10000 * kt_time_scale()),
+				    PAUSE_WRITES);
+			for (int i = 0; i < PAUSE_WRITES; i++)
+				KT_OK(kt_wc_expect(&wc[i], (uint64_t)i, 0));
+		}
+		KT_CHECK(!landed);
+		kt_pair_destroy(&p);
+	}
+	kt_buf_free(&src);
+	kt_buf_free(&dst);
+	KT_OK(kinet_ctx_close(b));
+	KT_OK(kinet_ctx_close(a));
+	if (rc)
+		KT_SKIP("no node carrier here");
+}
+
 KT_MAIN(poll_vs_qp_destroy, target_qp_destroyed_mid_batch, target_ctx_closed_mid_batch,
-	close_requester_ctx_in_flight, close_target_ctx_in_flight, remote_state_freed_with_qps)
+	close_requester_ctx_in_flight, close_target_ctx_in_flight, remote_state_freed_with_qps,
+	pause_stops_remote_pass)

@@ -84,15 +84,19 @@ static void *engine_main(void *arg)
 		}
 		for (int i = 0; i < t->nqps; i++)
 			work += kinet_engine_progress_qp(t, t->qps[i]);
-		pthread_mutex_unlock(&t->lock);
 		if (t->index == 0) {
 			/* Acquire: pairs with the release that publishes the
-			 * remote state with the hook (rp_state_get). */
+			 * remote state with the hook (rp_state_get).  Under the
+			 * thread's lock like the QP pass, so kinet_engine_pause
+			 * also waits for a remote pass under way (the lock order
+			 * is the QP pass's: this lock, then the registration
+			 * table's, then the remote state's). */
 			int (*progress)(struct kinet_ctx *) =
 				__atomic_load_n(&kinet_sctx(t->ctx)->remote_progress, __ATOMIC_ACQUIRE);
 			if (progress)
 				work += progress(t->ctx);
 		}
+		pthread_mutex_unlock(&t->lock);
 		stat_add(&t->stats.passes, 1);
 
 		uint64_t now = kinet_now_ns();
