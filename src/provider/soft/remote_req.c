@@ -151,6 +151,12 @@ static bool tx_pump(struct kinet_engine_thread *t, struct rp_qp *p)
 	return !p->tx_active;
 }
 
+/* Writes are answered together (remote_tgt.c, "Acknowledgements"). */
+static bool is_write(uint8_t opcode)
+{
+	return opcode == KINET_WQE_OP_RDMA_WRITE || opcode == KINET_WQE_OP_RDMA_WRITE_IMM;
+}
+
 static bool needs_receive(uint8_t opcode)
 {
 	return opcode == KINET_WQE_OP_SEND || opcode == KINET_WQE_OP_SEND_IMM ||
@@ -393,15 +399,13 @@ void rp_on_response(struct rp_state *rs, const struct rp_msg *m, const uint8_t *
 		if (synd)
 			slot_fail(s, synd);
 		s->done = true;
-	} else if (s->opcode == KINET_WQE_OP_RDMA_WRITE || s->opcode == KINET_WQE_OP_RDMA_WRITE_IMM) {
+	} else if (is_write(s->opcode)) {
 		/* One answer for the writes up to this one (the target answers
 		 * every other operation, and errors, as they come, in order). */
 		for (uint64_t seq = p->oldest; seq <= m->seq; seq++) {
 			struct rp_slot *w = slot_of(p, seq);
 
-			if (w && !w->done &&
-			    (w->opcode == KINET_WQE_OP_RDMA_WRITE ||
-			     w->opcode == KINET_WQE_OP_RDMA_WRITE_IMM))
+			if (w && !w->done && is_write(w->opcode))
 				w->done = true;
 		}
 	} else {

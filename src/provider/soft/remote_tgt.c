@@ -466,6 +466,7 @@ static int outq_progress(struct rp_outq *q)
 int rp_target_progress(struct rp_state *rs)
 {
 	int n = 0;
+
 	for (struct rp_outq *q = rs->outqs; q; q = q->next)
 		if (q->head)
 			n += outq_progress(q);
