@@ -264,7 +264,16 @@ struct kinet_qp_attr {
 	enum kinet_qp_sharing sharing;
 	uint32_t timeout_ms;	 /* bound on retries and on blocking device waits */
 	uint32_t rnr_timeout_ms; /* how long a send waits for a receive WQE */
+	/* Staged sources (software NIC, exported QPs): device code copies a
+	 * write of at most this many bytes from GPU memory into host memory
+	 * beside its WQE, so the engine need not fetch it with the copy engine
+	 * (docs/device-api/staged-sources.md).  Rounded up to a multiple of 64,
+	 * at most KINET_QP_STAGE_MAX; costs sq_depth x stage_bytes of pinned
+	 * host memory per exported QP.  0: $KINET_STAGE_BYTES, else 256
+	 * ($KINET_STAGE_BYTES=0 turns staging off). */
+	uint32_t stage_bytes;
 };
+#define KINET_QP_STAGE_MAX 4096u
 KINET_API void kinet_qp_attr_init(struct kinet_qp_attr *attr);
 
 /* What a peer needs to connect to a QP (as exchanged out of band). */

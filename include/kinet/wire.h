@@ -43,6 +43,14 @@ enum kinet_wqe_opcode {
 	KINET_WQE_OP_WAIT = 0x0f,
 };
 
+/* ctrl.opmod_idx_opcode bits 31:24 of an RDMA_WRITE(_IMM), a software NIC
+ * extension (ConnectX wants 0 there, and kinet posts it only to QPs of the
+ * software NIC): the WQE's one data segment names the source as usual, and
+ * its bytes are also in the QP's staging slot of the WQE's first BB, where
+ * the engine takes them after checking the segment (staged sources,
+ * kinet_dev_qp.stage). */
+#define KINET_WQE_OPMOD_STAGED 0x01u
+
 /* ctrl.fm_ce_se flags. */
 #define KINET_WQE_CTRL_SOLICITED 0x02u
 #define KINET_WQE_CTRL_CQ_UPDATE 0x08u
@@ -225,6 +233,17 @@ KINET_WIRE_FN void kinet_wqe_set_ctrl(struct kinet_wqe_ctrl_seg *ctrl, uint8_t o
 KINET_WIRE_FN uint8_t kinet_wqe_ctrl_opcode(const struct kinet_wqe_ctrl_seg *ctrl)
 {
 	return (uint8_t)(kinet_be32(ctrl->opmod_idx_opcode) & 0xff);
+}
+
+KINET_WIRE_FN uint8_t kinet_wqe_ctrl_opmod(const struct kinet_wqe_ctrl_seg *ctrl)
+{
+	return (uint8_t)(kinet_be32(ctrl->opmod_idx_opcode) >> 24);
+}
+
+KINET_WIRE_FN void kinet_wqe_set_opmod(struct kinet_wqe_ctrl_seg *ctrl, uint8_t opmod)
+{
+	ctrl->opmod_idx_opcode =
+		kinet_be32((kinet_be32(ctrl->opmod_idx_opcode) & 0xffffffu) | ((uint32_t)opmod << 24));
 }
 
 KINET_WIRE_FN uint16_t kinet_wqe_ctrl_index(const struct kinet_wqe_ctrl_seg *ctrl)

@@ -21,7 +21,7 @@
  * uninitialised struct), not a newer header. */
 #define ATTR_MAX_SIZE 4096u
 
-int kinet_attr_read(const char *name, const void *attr, size_t ours, void *out)
+int kinet_attr_read_since(const char *name, const void *attr, size_t oldest, size_t ours, void *out)
 {
 	const uint8_t *p = attr;
 	uint32_t size;
@@ -29,7 +29,7 @@ int kinet_attr_read(const char *name, const void *attr, size_t ours, void *out)
 	memcpy(&size, attr, sizeof(size));
 	if (size == 0)
 		size = (uint32_t)ours;
-	if (size < ours || size > ATTR_MAX_SIZE) {
+	if (size < oldest || size > ATTR_MAX_SIZE) {
 		KINET_ERR("%s->size: %u is not the size of any layout of this struct (%zu bytes here; 0: "
 			  "this layout): set it with sizeof, or start from the _attr_init function",
 			  name, size, ours);
@@ -44,8 +44,15 @@ int kinet_attr_read(const char *name, const void *attr, size_t ours, void *out)
 			return -EINVAL;
 		}
 	}
-	memcpy(out, attr, ours);
+	/* An older layout's missing fields are zero: their defaults. */
+	memset(out, 0, ours);
+	memcpy(out, attr, size < ours ? size : ours);
 	size = (uint32_t)ours;
 	memcpy(out, &size, sizeof(size));
 	return 0;
+}
+
+int kinet_attr_read(const char *name, const void *attr, size_t ours, void *out)
+{
+	return kinet_attr_read_since(name, attr, ours, ours, out);
 }

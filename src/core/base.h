@@ -44,6 +44,8 @@ bool kinet_pollers_oversubscribed(void);
  * at least ours whose bytes past ours are zero (a newer header's fields
  * left at their defaults).  0 or -EINVAL. */
 int kinet_attr_read(const char *name, const void *attr, size_t ours, void *out);
+/* The same, also accepting the sizes of older layouts down to `oldest`. */
+int kinet_attr_read_since(const char *name, const void *attr, size_t oldest, size_t ours, void *out);
 
 /* ---- ThreadSanitizer ----
  * A happens-before edge TSan cannot see on its own: shared memory that two

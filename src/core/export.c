@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "provider.h"
 
 /* Device code reads sq_ready and sq_done with one 16-byte load, and the
  * peer keys from a 128-byte line of their own (peer.cuh). */
@@ -137,6 +138,27 @@ static uint32_t moderation(const struct kinet_qp *qp)
 	return n;
 }
 
+/* Staged sources: the slots device code copies small GPU-memory sources
+ * into, for a NIC that cannot read GPU memory (post_lock held).  Sources
+ * whose key says GPU memory are staged; all of them when
+ * $KINET_STAGE_ALL=1 (for tests: a machine without a GPU has none). */
+static int stage_fill(struct kinet_qp *qp, struct kinet_dev_qp *d)
+{
+	struct kinet_ctx *ctx = qp->ctx;
+	uint32_t bytes = qp->attr.stage_bytes;
+
+	if (ctx->ops->reads_device_memory || !bytes)
+		return 0;
+	if (!qp->stage)
+		qp->stage = kinet_host_alloc(ctx, (size_t)qp->sq_bbs * bytes);
+	d->stage = kinet_host_dev_ptr(ctx, qp->stage);
+	if (!d->stage)
+		return -ENOMEM;
+	d->stage_bytes = bytes;
+	d->stage_key = kinet_env_long("KINET_STAGE_ALL", 0) ? 0 : KINET_KEY_TAG_DEVICE;
+	return 0;
+}
+
 static int qp_fill(struct kinet_qp *qp, struct kinet_dev_qp *d)
 {
 	struct kinet_ctx *ctx = qp->ctx;
@@ -178,7 +200,7 @@ static int qp_fill(struct kinet_qp *qp, struct kinet_dev_qp *d)
 	d->rq_reserved = d->rq_ready = d->rq_done = qp->rq_pi;
 	if (!d->sq || !d->dbrec || !d->db_cpu_pi || (qp->db_mode != KINET_DB_CPU && !d->uar_db) || !d->err)
 		return -EIO;
-	return 0;
+	return stage_fill(qp, d);
 }
 
 int kinet_qp_export(struct kinet_qp *qp, struct kinet_dev_qp **dev_qp)

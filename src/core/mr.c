@@ -4,6 +4,8 @@
  * A key is (table index << 8) | tag, the tag a nonzero byte that changes on
  * every registration: a stale key of a deregistered region that reused the
  * slot is rejected, and no key equals KINET_INVALID_LKEY (index 1, tag 0).
+ * The tag's top bit is KINET_KEY_TAG_DEVICE for GPU memory, its low seven
+ * bits the changing part.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -111,7 +113,10 @@ int kinet_mr_reg(struct kinet_ctx *ctx, void *addr, size_t length, unsigned acce
 		KINET_ERR("memory region table full");
 		return ret;
 	}
-	mr->key = (idx << 8) | (ctx->key_salt++ % 255 + 1);
+	/* The tag's top bit says GPU memory: device code stages such sources
+	 * (kinet_dev_qp.stage_key) without a look-up of its own. */
+	mr->key = (idx << 8) | (ctx->key_salt++ % 127 + 1) |
+		  (type == KINET_MEM_CUDA ? KINET_KEY_TAG_DEVICE : 0);
 	if (!ctx->ops->mr_reg)
 		mr->lkey = mr->rkey = mr->key;
 	ctx->mr_table[idx] = mr;

@@ -37,6 +37,10 @@ struct kinet_provider_ops {
 	/* The doorbell mode KINET_DB_AUTO resolves to (qp_create may still
 	 * change qp->db_mode, saying why). */
 	enum kinet_db_mode db_auto;
+	/* The NIC reads GPU memory itself (GPUDirect RDMA).  false: device
+	 * code stages small writes from GPU memory into host memory for it
+	 * (kinet_qp_attr.stage_bytes, export.c). */
+	bool reads_device_memory;
 
 	/* ---- optional (NULL: what the software NIC needs) ---- */
 	/* Whether the provider can open a context here: 0, or -ENODEV with

@@ -3,6 +3,7 @@
  * RESET -> INIT -> RTR -> RTS walk.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -85,7 +86,21 @@ static int qp_check_attr(struct kinet_ctx *ctx, const struct kinet_qp_attr *a)
 		return CREATE_EINVAL("attr->sharing", "unknown sharing mode");
 	if (!a->timeout_ms)
 		return CREATE_EINVAL("attr->timeout_ms", "must be >= 1");
+	if (a->stage_bytes > KINET_QP_STAGE_MAX)
+		return CREATE_EINVAL("attr->stage_bytes", "must be <= 4096 (KINET_QP_STAGE_MAX)");
 	return 0;
+}
+
+/* attr->stage_bytes resolved: 0 (off) or a multiple of 64 up to the max. */
+static uint32_t stage_bytes(const struct kinet_qp_attr *a)
+{
+	long n = a->stage_bytes ? (long)a->stage_bytes : kinet_env_long("KINET_STAGE_BYTES", 256);
+
+	if (n <= 0)
+		return 0;
+	if (n > (long)KINET_QP_STAGE_MAX)
+		n = KINET_QP_STAGE_MAX;
+	return ((uint32_t)n + 63u) & ~63u;
 }
 
 static void qp_free(struct kinet_qp *qp)
@@ -98,6 +113,7 @@ static void qp_free(struct kinet_qp *qp)
 	if (qp->scratch_mr)
 		kinet_mr_dereg(qp->scratch_mr);
 	kinet_host_free(ctx, qp->scratch);
+	kinet_host_free(ctx, qp->stage);
 	free(qp->sq_wrid);
 	free(qp->sq_nbb);
 	free(qp->rq_wrid);
@@ -119,7 +135,9 @@ int kinet_qp_create(struct kinet_ctx *ctx, const struct kinet_qp_attr *attr, str
 		return KINET_EINVAL("ctx", "NULL");
 	if (!attr)
 		return KINET_EINVAL("attr", "NULL");
-	if ((ret = kinet_attr_read("attr", attr, sizeof(a), &a)))
+	/* The layout before stage_bytes is still taken (stage_bytes 0). */
+	if ((ret = kinet_attr_read_since("attr", attr, offsetof(struct kinet_qp_attr, stage_bytes), sizeof(a),
+					 &a)))
 		return ret;
 	attr = &a;
 	ret = qp_check_attr(ctx, attr);
@@ -132,6 +150,7 @@ int kinet_qp_create(struct kinet_ctx *ctx, const struct kinet_qp_attr *attr, str
 	qp->ctx = ctx;
 	qp->attr = *attr;
 	qp->db_mode = attr->db_mode == KINET_DB_AUTO ? ctx->ops->db_auto : attr->db_mode;
+	qp->attr.stage_bytes = stage_bytes(attr);
 	pthread_mutex_init(&qp->post_lock, NULL);
 
 	qp->sq_bbs = pow2_ceil(attr->sq_depth < QP_MIN_SQ_BBS ? QP_MIN_SQ_BBS : attr->sq_depth);

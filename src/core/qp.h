@@ -78,6 +78,10 @@ struct kinet_qp {
 	 * caller does not read), registered at export. */
 	uint64_t *scratch;
 	struct kinet_mr *scratch_mr;
+	/* Staged sources (export.c): attr.stage_bytes per send-queue BB, host
+	 * memory device code writes, or NULL.  Made at export, freed with the
+	 * QP: the engine reads a slot only while executing the WQE of its BB. */
+	uint8_t *stage;
 	struct kinet_qp *next_in_ctx;
 	/* Peer path (peer.c): the QP's window table, under peer.c's lock. */
 	struct kinet_peer_link *peer_link;

@@ -126,6 +126,9 @@ static void usage(FILE *f)
 		"  --window N             outstanding operations per thread in bw/rate (default 64)\n"
 		"  --inline | --no-inline small writes carried in the WQE (default: <= 28 B inline)\n"
 		"  --sq-depth N           send queue depth in WQEs (default 256)\n"
+		"  --stage-bytes N        largest write from GPU memory that device code stages in\n"
+		"                         host memory for the software NIC (default: the library's,\n"
+		"                         $KINET_STAGE_BYTES or 256; KINET_STAGE_BYTES=0: none)\n"
 		"  --compute-reps N       iter mode: arithmetic passes over the buffer (default 8)\n"
 		"  --compute-n N          iter mode: floats in the buffer (default 16384)\n"
 		"  --no-floors            skip the floor measurements\n"
@@ -391,6 +394,11 @@ int perf_opts_parse(struct perf_opts *o, int argc, char **argv)
 			if (parse_long(v, 2, &n) || n > 32768)
 				BAD_VALUE();
 			o->sq_depth = (uint32_t)n;
+		} else if (!strcmp(a, "--stage-bytes")) {
+			NEED_VALUE();
+			if (parse_long(v, 1, &n) || n > KINET_QP_STAGE_MAX)
+				BAD_VALUE();
+			o->stage_bytes = (uint32_t)n;
 		} else if (!strcmp(a, "--compute-reps")) {
 			NEED_VALUE();
 			if (parse_long(v, 0, &n) || n > 1000000)

@@ -99,8 +99,9 @@ struct perf_opts {
 	int compute_reps; /* iter mode: passes of arithmetic over the buffer */
 	int compute_n;	  /* iter mode: floats in the buffer */
 	uint32_t sq_depth;
-	const char *command; /* the command line, for the report */
-	int emulated;	     /* device code runs on CPU threads */
+	uint32_t stage_bytes; /* kinet_qp_attr.stage_bytes (0: the library's default) */
+	const char *command;  /* the command line, for the report */
+	int emulated;	      /* device code runs on CPU threads */
 	const char *emu_reason;
 	/* Two ranks (KINET_RANK/KINET_NRANKS = 2, e.g. under kinetrun): rank 0
 	 * initiates, rank 1 is the target.  nranks 0: loopback in one process. */

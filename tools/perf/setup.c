@@ -219,6 +219,7 @@ static int make_side(struct perf_env *e, struct kinet_ctx *ctx, struct perf_side
 	qa.send_cq = s->scq;
 	qa.recv_cq = s->rcq;
 	qa.sq_depth = posts ? o->sq_depth : 16;
+	qa.stage_bytes = o->stage_bytes;
 	qa.rq_depth = with_rq ? PERF_RQ_DEPTH : 0;
 	qa.max_recv_sge = 1;
 	qa.max_inline = 28;

@@ -137,6 +137,13 @@ struct kinet_dev_qp {
 	 * consecutive written post (kinet_dev_sq_commit).  NULL: in-order
 	 * commit, each poster ringing for itself. */
 	uint64_t *sq_marks;
+	/* Staged sources (impl/stage.cuh, software NIC): host memory of
+	 * stage_bytes per send-queue BB, or NULL.  A write of 1..stage_bytes
+	 * whose lkey has every bit of stage_key set is copied by the poster
+	 * into the slot of its WQE's first BB (opmod KINET_WQE_OPMOD_STAGED). */
+	uint8_t *stage;
+	uint32_t stage_bytes;
+	uint32_t stage_key;
 };
 
 #define KINET_DEV_PEER_HOT_KEYS 4

@@ -138,6 +138,7 @@ static const struct kinet_provider_ops mlx5_ops = {
 	 * the path.  A QP whose UAR page the GPU cannot map falls back to
 	 * CPU-assisted (queue.c). */
 	.db_auto = KINET_DB_GPU,
+	.reads_device_memory = true,
 	.probe = mlx5_probe,
 	.describe = kinet_mlx5_describe,
 	.mr_reg = kinet_mlx5_mr_reg,

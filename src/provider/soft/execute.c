@@ -104,6 +104,23 @@ static uint8_t decode_local(struct kinet_engine_thread *t, struct kinet_qp *qp, 
 	return 0;
 }
 
+/* A staged write (KINET_WQE_OPMOD_STAGED): its one data segment, checked
+ * by decode_local like any, names the source; the bytes are taken from the
+ * QP's staging slot of the WQE's first BB, which the poster filled from it
+ * (include/kinet/device/impl/stage.cuh).  Given as inline data: every
+ * transport sends those from host memory, and the slot stays as it is
+ * until the WQE completes. */
+static uint8_t decode_staged(struct kinet_qp *qp, uint64_t start, uint32_t ds, struct kinet_op *op)
+{
+	uint32_t bytes = qp->attr.stage_bytes;
+
+	if (!qp->stage || ds != 3 || op->nsge != 1 || op->length > bytes)
+		return KINET_SYND_LOCAL_QP_OP_ERR;
+	op->inline_data = qp->stage + (size_t)(start & (qp->sq_bbs - 1)) * bytes;
+	op->nsge = 0;
+	return 0;
+}
+
 /* Decodes the WQE at kinet_sqp(qp)->sq_ci.  Returns 0 or the syndrome of a malformed
  * or unauthorised request. */
 static uint8_t decode(struct kinet_engine_thread *t, struct kinet_qp *qp, uint32_t ds, struct kinet_op *op)
@@ -111,6 +128,7 @@ static uint8_t decode(struct kinet_engine_thread *t, struct kinet_qp *qp, uint32
 	uint64_t start = kinet_sqp(qp)->sq_ci;
 	struct kinet_wqe_raddr_seg raddr;
 	struct kinet_wqe_atomic_seg atomic;
+	uint8_t synd;
 
 	switch (op->opcode) {
 	case KINET_WQE_OP_NOP:
@@ -125,7 +143,11 @@ static uint8_t decode(struct kinet_engine_thread *t, struct kinet_qp *qp, uint32
 		op->rkey = kinet_be32(raddr.rkey);
 		if (op->opcode == KINET_WQE_OP_RDMA_READ)
 			return decode_local(t, qp, start, 2, ds, KINET_ACCESS_LOCAL_WRITE, false, op);
-		return decode_local(t, qp, start, 2, ds, 0, true, op);
+		synd = decode_local(t, qp, start, 2, ds, 0, !op->opmod, op);
+		if (synd || !op->opmod)
+			return synd;
+		return op->opmod == KINET_WQE_OPMOD_STAGED ? decode_staged(qp, start, ds, op)
+							   : KINET_SYND_LOCAL_QP_OP_ERR;
 	case KINET_WQE_OP_SEND:
 	case KINET_WQE_OP_SEND_IMM:
 		return decode_local(t, qp, start, 1, ds, 0, true, op);
@@ -224,6 +246,7 @@ static bool execute_one(struct kinet_engine_thread *t, struct kinet_qp *qp)
 
 	memset(&res, 0, sizeof(res));
 	op.opcode = kinet_wqe_ctrl_opcode(ctrl);
+	op.opmod = kinet_wqe_ctrl_opmod(ctrl);
 	op.fm_ce_se = ctrl->fm_ce_se;
 	op.imm_be = ctrl->imm;
 	op.wqe_counter = (uint16_t)kinet_sqp(qp)->sq_ci;

@@ -12,6 +12,7 @@
  * before the transport sees them. */
 struct kinet_op {
 	uint8_t opcode;
+	uint8_t opmod; /* ctrl bits 31:24; writes: 0 or KINET_WQE_OPMOD_STAGED */
 	uint8_t fm_ce_se;
 	uint16_t wqe_counter;
 	uint32_t imm_be;

@@ -10,6 +10,7 @@
 #ifndef KINET_DEVICE_IMPL_POST_CUH
 #define KINET_DEVICE_IMPL_POST_CUH
 
+#include "kinet/device/impl/stage.cuh"
 #include "kinet/device/platform.cuh"
 #include "kinet/device/sq.cuh"
 #include "kinet/device/types.h"
@@ -76,6 +77,8 @@ KINET_DEV_FN void kinet_devi_build_chunk(union kinet_dev_wqe *w, const struct ki
 		op = KINET_WQE_OP_RDMA_WRITE;
 	kinet_dev_wqe_build_rdma(w, qp->qpn, idx, op, sig, x->laddr + off, x->lkey, x->raddr + off, x->rkey,
 				 (uint32_t)len, op == KINET_WQE_OP_RDMA_WRITE_IMM ? x->imm_be : 0);
+	if (nchunks == 1 && kinet_devi_stage_wanted(qp, op, x->lkey, len))
+		kinet_wqe_set_opmod(&w->rdma.ctrl, KINET_WQE_OPMOD_STAGED);
 }
 
 KINET_DEV_FN void kinet_devi_build_tail(union kinet_dev_wqe *w, const struct kinet_dev_qp *qp, uint64_t idx,
@@ -200,6 +203,8 @@ KINET_DEV_FN int kinet_devi_post_group(int g, struct kinet_dev_qp *qp, const str
 		for (uint32_t i = rank; i < c; i += gsize) {
 			kinet_devi_build_chunk(&w, qp, start + i, x, chunk, nchunks, posted + i,
 					       kinet_devi_post_sig(qp, start + i, posted + i, total, lsig));
+			if (nchunks == 1 && kinet_devi_stage_wanted(qp, x->opcode, x->lkey, x->size))
+				kinet_devi_stage_copy(qp, start + i, x->laddr, (uint32_t)x->size);
 			kinet_dev_wqe_store(qp, start + i, &w);
 			if (i == n - 1) {
 				kinet_dev_wqe_words(&w, lastq);
