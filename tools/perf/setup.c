@@ -118,7 +118,8 @@ int perf_env_sharing(const struct perf_opts *o)
 	int total = o->threads * o->blocks;
 	if (o->sharing >= 0)
 		return o->sharing;
-	if (total <= o->qps)
+	/* iter: the block computes, its thread 0 alone posts. */
+	if (o->mode == PERF_MODE_ITER || total <= o->qps)
 		return KINET_SHARE_EXCLUSIVE;
 	/* Posting thread g uses QP g * qps / total: a block keeps to its own
 	 * QPs exactly when the QPs divide evenly among the blocks. */
