@@ -36,14 +36,15 @@ KINET_DEV_FN int kinet_devi_stage_wanted(const struct kinet_dev_qp *qp, uint8_t 
 /* Copies the source into the slot of BB idx.  On the GPU through L2 (the
  * .cg loads: another SM may have produced the data, and the engine would
  * have read memory, not this SM's L1), in 16-byte pieces when the source
- * allows (slots are 64-byte aligned).  One load at a time: the compiler
- * cannot tell the slot from the source, so each store waits for its load,
- * an L2 round trip per piece (~0.2 us on an H200: about 6 us for 512
- * bytes, 50 us for 4 KiB, where the engine's copy engine takes ~8 us; the
- * default stage_bytes of 256 keeps to where staging wins).  Loads batched
- * into registers would overlap, but the registers count in every kernel
- * that posts (a batch of 16 took a dispatch kernel from 96 to 246, and
- * its 512-thread blocks no longer fitted an SM). */
+ * allows (slots are 64-byte aligned).  The compiler cannot tell the slot
+ * from the source, so a load-store loop waits for each load in turn, an L2
+ * round trip per piece (~0.2 us on an H200: 50 us for 4 KiB); loads go in
+ * batches of KINET_DEVI_STAGE_BATCH into registers first.  The batch is
+ * small because its registers count in every kernel that posts: 16 took a
+ * MoE dispatch kernel from 96 to 246 registers per thread (its 512-thread
+ * blocks no longer fitted an SM); 4 keeps it at 110. */
+#define KINET_DEVI_STAGE_BATCH 4
+
 KINET_DEV_FN void kinet_devi_stage_copy(const struct kinet_dev_qp *qp, uint64_t idx, uint64_t laddr,
 					uint32_t size)
 {
@@ -52,9 +53,19 @@ KINET_DEV_FN void kinet_devi_stage_copy(const struct kinet_dev_qp *qp, uint64_t 
 	memcpy(dst, (const void *)(uintptr_t)laddr, size);
 #else
 	uint32_t i = 0;
-	if ((laddr & 15) == 0)
+	if ((laddr & 15) == 0) {
+		for (; i + 16 * KINET_DEVI_STAGE_BATCH <= size; i += 16 * KINET_DEVI_STAGE_BATCH) {
+			uint4 v[KINET_DEVI_STAGE_BATCH];
+#pragma unroll
+			for (int j = 0; j < KINET_DEVI_STAGE_BATCH; j++)
+				v[j] = __ldcg((const uint4 *)(laddr + i) + j);
+#pragma unroll
+			for (int j = 0; j < KINET_DEVI_STAGE_BATCH; j++)
+				((uint4 *)(dst + i))[j] = v[j];
+		}
 		for (; i + 16 <= size; i += 16)
 			*(uint4 *)(dst + i) = __ldcg((const uint4 *)(laddr + i));
+	}
 	for (; i < size; i++)
 		dst[i] = __ldcg((const unsigned char *)(laddr + i));
 #endif
