@@ -36,10 +36,10 @@ struct kinet_mr {
 	atomic_bool revoked;
 };
 
-/* Result of a key/range/access check. */
 /* Set in the keys core makes (software NIC) for regions of GPU memory. */
 #define KINET_KEY_TAG_DEVICE 0x80u
 
+/* Result of a key/range/access check. */
 struct kinet_mr_ref {
 	struct kinet_mr *mr;
 	void *ptr; /* address inside the region */

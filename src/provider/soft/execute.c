@@ -110,11 +110,11 @@ static uint8_t decode_local(struct kinet_engine_thread *t, struct kinet_qp *qp, 
  * (include/kinet/device/impl/stage.cuh).  Given as inline data: every
  * transport sends those from host memory, and the slot stays as it is
  * until the WQE completes. */
-static uint8_t decode_staged(struct kinet_qp *qp, uint64_t start, uint32_t ds, struct kinet_op *op)
+static uint8_t decode_staged(struct kinet_qp *qp, uint64_t start, struct kinet_op *op)
 {
 	uint32_t bytes = qp->attr.stage_bytes;
 
-	if (!qp->stage || ds != 3 || op->nsge != 1 || op->length > bytes)
+	if (!qp->stage || op->nsge != 1 || op->length > bytes)
 		return KINET_SYND_LOCAL_QP_OP_ERR;
 	op->inline_data = qp->stage + (size_t)(start & (qp->sq_bbs - 1)) * bytes;
 	op->nsge = 0;
@@ -146,7 +146,7 @@ static uint8_t decode(struct kinet_engine_thread *t, struct kinet_qp *qp, uint32
 		synd = decode_local(t, qp, start, 2, ds, 0, !op->opmod, op);
 		if (synd || !op->opmod)
 			return synd;
-		return op->opmod == KINET_WQE_OPMOD_STAGED ? decode_staged(qp, start, ds, op)
+		return op->opmod == KINET_WQE_OPMOD_STAGED ? decode_staged(qp, start, op)
 							   : KINET_SYND_LOCAL_QP_OP_ERR;
 	case KINET_WQE_OP_SEND:
 	case KINET_WQE_OP_SEND_IMM:
