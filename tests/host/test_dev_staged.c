@@ -28,14 +28,13 @@ static int open_pair(struct kd_pair *p, enum kinet_db_mode mode, const char *sta
 	return rc;
 }
 
-static void pause_both(struct kd_pair *p, int pause)
+/* Pauses (or resumes) both contexts' engines: 0 or the first error. */
+static int pause_both(struct kd_pair *p, int pause)
 {
-	for (int i = 0; i < 2; i++) {
-		if (pause)
-			kinet_ctx_pause(p->ctx[i]);
-		else
-			kinet_ctx_resume(p->ctx[i]);
-	}
+	int rc = 0;
+	for (int i = 0; i < 2 && !rc; i++)
+		rc = pause ? kinet_ctx_pause(p->ctx[i]) : kinet_ctx_resume(p->ctx[i]);
+	return rc;
 }
 
 /* Every size and source alignment, in every doorbell mode: the staged
@@ -62,11 +61,11 @@ KT_TEST(staged_put_delivers_posted_bytes)
 				uint64_t tk = 0;
 				kt_fill_pattern(a.p + off, n, n * 7 + off);
 				memset(b.p, 0, n + GUARD);
-				pause_both(&p, 1);
+				KT_OK(pause_both(&p, 1));
 				KT_OK(kinet_dev_put(d, a.p + off, a.key, kd_addr(&b, 0), b.key, n, &tk));
 				/* Changed after posting, before the engine runs. */
 				kt_fill_pattern(a.p + off, n, n * 13 + off + 1);
-				pause_both(&p, 0);
+				KT_OK(pause_both(&p, 0));
 				KT_OK(kinet_dev_wait(d, tk));
 				uint8_t want[9000];
 				kt_fill_pattern(want, n, n <= 4096 ? n * 7 + off : n * 13 + off + 1);
@@ -98,10 +97,10 @@ KT_TEST(staged_write_imm_and_put_signal)
 	KT_OK(kinet_dev_post_recv(r, rbuf.p, rbuf.key, 64, NULL));
 
 	kt_fill_pattern(a.p, 200, 1);
-	pause_both(&p, 1);
+	KT_OK(pause_both(&p, 1));
 	KT_OK(kinet_dev_write_imm(d, a.p, a.key, kd_addr(&b, 0), b.key, 200, 0xabcd, &tk));
 	kt_fill_pattern(a.p, 200, 2);
-	pause_both(&p, 0);
+	KT_OK(pause_both(&p, 0));
 	KT_OK(kinet_dev_wait(d, tk));
 	uint32_t len = 0, imm = 0;
 	KT_OK(kinet_dev_recv(r, &len, &imm, NULL));
@@ -111,11 +110,11 @@ KT_TEST(staged_write_imm_and_put_signal)
 	KT_CHECK(memcmp(b.p, want, 200) == 0);
 
 	kt_fill_pattern(a.p, 100, 3);
-	pause_both(&p, 1);
+	KT_OK(pause_both(&p, 1));
 	KT_OK(kinet_dev_put_signal(d, a.p, a.key, kd_addr(&b, 1024), b.key, 100, kd_addr(&b, 2048), b.key, 5,
 				   &tk));
 	kt_fill_pattern(a.p, 100, 4);
-	pause_both(&p, 0);
+	KT_OK(pause_both(&p, 0));
 	KT_OK(kinet_dev_wait(d, tk));
 	kt_fill_pattern(want, 100, 3);
 	KT_CHECK(memcmp(b.p + 1024, want, 100) == 0);
