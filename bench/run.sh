@@ -104,6 +104,9 @@ run iter -s 8,64,512,4096 --src-mem gpu --stage-bytes 512
 # synchronisation the kernel-boundary way pays weigh most.
 run iter -s 8,64,512,4096 --compute-reps 1 --compute-n 4096
 run iter -s 8,64,512,4096 --src-mem gpu --compute-reps 1 --compute-n 4096 --stage-bytes 512
+# The block that computed posts with the _block forms, which stage the
+# source with every thread (4 KiB in one round of loads and stores).
+run iter -s 8,64,512,4096 --src-mem gpu --compute-reps 1 --compute-n 4096 --stage-bytes 4096 --group block
 # 3. Bandwidth vs size (window of 64 outstanding per thread).
 run write --bw --sweep 4K:64M
 run write --bw --sweep 4K:64M --src-mem gpu --dst-mem gpu

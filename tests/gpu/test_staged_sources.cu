@@ -4,7 +4,8 @@
  * paused while the kernel posts and then overwrites every source.  A
  * staged put (1..stage_bytes) must deliver the bytes of posting time, a
  * larger one those the engine finds when it runs; a source key made wrong
- * is an error completion with nothing written.  Every doorbell mode.
+ * is an error completion with nothing written.  The _block and _warp
+ * forms stage with every lane.  Every doorbell mode.
  * Skips (exit 77) without a CUDA device.
  */
 #include "fixture.h"
@@ -51,6 +52,38 @@ __global__ void staged_kernel(struct sargs a)
 	if (!st)
 		st = kinet_dev_wait(a.d, tk);
 	if (st && atomicCAS(&a.err[0], 0, (int)i + 1) == 0)
+		a.err[1] = st;
+}
+
+/* The block and warp forms stage cooperatively: block 0 puts STAGE bytes
+ * (offset 16), warp 1 of it puts 1000 (offset 5, the byte path), both
+ * after filling and before rewriting their sources. */
+__global__ void staged_group_kernel(struct sargs a)
+{
+	uint8_t *sb = a.src + 16, *sw = a.src + SLOT + 5;
+	uint64_t tb = 0, tw = 0;
+	unsigned warp = threadIdx.x / 32;
+	for (uint32_t k = threadIdx.x; k < STAGE; k += blockDim.x)
+		sb[k] = g_pat(k, 200);
+	for (uint32_t k = threadIdx.x; k < 1000; k += blockDim.x)
+		sw[k] = g_pat(k, 201);
+	__syncthreads();
+	int st = kinet_dev_put_block(a.d, sb, a.skey, a.dst, a.dkey, STAGE, &tb);
+	int sw_st = 0;
+	if (warp == 1)
+		sw_st = kinet_dev_put_warp(a.d, sw, a.skey, a.dst + SLOT, a.dkey, 1000, &tw);
+	__syncthreads();
+	for (uint32_t k = threadIdx.x; k < STAGE; k += blockDim.x)
+		sb[k] = g_pat(k, 202);
+	for (uint32_t k = threadIdx.x; k < 1000; k += blockDim.x)
+		sw[k] = g_pat(k, 203);
+	__threadfence_system();
+	__syncthreads();
+	if (!st)
+		st = kinet_dev_quiet_block(a.d);
+	if (!st)
+		st = sw_st;
+	if (st && atomicCAS(&a.err[0], 0, (int)threadIdx.x + 1) == 0)
 		a.err[1] = st;
 }
 
@@ -113,6 +146,25 @@ static void run_staged(enum kinet_db_mode mode)
 			fprintf(stderr, "thread %u (size %u, offset %u): wrong bytes\n", i, n, st_off(i));
 		KT_CHECK(ok);
 	}
+
+	/* The group forms: posting-time bytes too. */
+	memset(dst.p, 0, (size_t)2 * SLOT);
+	KT_OK(kinet_ctx_pause(ctx));
+	staged_group_kernel<<<1, NT * 4>>>(a);
+	G_CUDA(cudaGetLastError());
+	kt_sleep_ms(200);
+	KT_OK(kinet_ctx_resume(ctx));
+	G_CUDA(cudaDeviceSynchronize());
+	G_CUDA(cudaMemcpy(herr, err, sizeof(herr), cudaMemcpyDeviceToHost));
+	if (herr[0])
+		fprintf(stderr, "group kernel thread %d: status %d\n", herr[0] - 1, herr[1]);
+	KT_CHECK_EQ(herr[0], 0);
+	int gok = 1;
+	for (uint32_t k = 0; k < STAGE; k++)
+		gok &= dst.p[k] == g_pat(k, 200);
+	for (uint32_t k = 0; k < 1000; k++)
+		gok &= dst.p[SLOT + k] == g_pat(k, 201);
+	KT_CHECK(gok);
 
 	/* A wrong source key: error completion, nothing written. */
 	memset(dst.p, 0, 64);

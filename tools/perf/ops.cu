@@ -12,9 +12,10 @@
  *            its QP's part of the buffers; a grid barrier after the
  *            warm-up, then bytes and operations over the slowest unit's
  *            span
- *   iter     one block: compute, then (thread 0) put + wait, per iteration,
- *            in one persistent kernel; or the compute alone as a kernel per
- *            iteration, the host posting after it ends (CPU-initiated)
+ *   iter     one block: compute, then (thread 0, or with --group block
+ *            the block) put + wait, per iteration, in one persistent kernel;
+ *            or the compute alone as a kernel per iteration, the host
+ *            posting after it ends (CPU-initiated)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -322,10 +323,18 @@ KINET_DEV_FN void perf_iter_body(struct perf_kargs *a)
 		/* The whole result is written before thread 0 posts (the ring's
 		 * release fence is cumulative over the barrier). */
 		kinet_devi_group_sync(KINET_DEVI_GROUP_BLOCK);
+		uint64_t t1 = kinet_dev_now_ns();
+		int st = 0;
+		if (a->variant == 0 && a->group == PERF_GROUP_BLOCK) {
+			/* --group block: the block that computed posts (and, on the
+			 * software NIC, stages the source) with the _block forms. */
+			uint64_t tk = 0;
+			st = kinet_dev_put_block(qp, a->src, a->lkey, a->dst, a->rkey, a->size, &tk);
+			if (!st)
+				st = kinet_dev_wait_block(qp, tk);
+		}
 		if (r == 0) {
-			int st = 0;
-			uint64_t t1 = kinet_dev_now_ns();
-			if (a->variant == 0) {
+			if (a->variant == 0 && a->group != PERF_GROUP_BLOCK) {
 				uint64_t tk = 0;
 				st = kinet_dev_put(qp, a->src, a->lkey, a->dst, a->rkey, a->size, &tk);
 				if (!st)
@@ -607,6 +616,7 @@ int perf_iter(struct perf_env *e, int variant, long warmup, long iters, uint64_t
 	const struct perf_opts *o = e->o;
 	struct perf_kargs a;
 	int rc = args_init(e, &a, 1, warmup, iters, (uint64_t)iters);
+	a.group = o->group;
 	a.variant = variant;
 	a.reps = (uint32_t)o->compute_reps;
 	a.work_n = (uint32_t)o->compute_n;

@@ -3,6 +3,7 @@
  *   kinet-perf <op> [--lat|--bw|--rate|--mode M] [-s SIZE]... [options]
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -472,8 +473,10 @@ int perf_opts_parse(struct perf_opts *o, int argc, char **argv)
 		}
 	}
 	if (o->group != PERF_GROUP_THREAD) {
-		if (o->mode != PERF_MODE_BW && o->mode != PERF_MODE_RATE) {
-			fprintf(stderr, "kinet-perf: --group %s is for --bw and --rate\n",
+		bool iter_block = o->mode == PERF_MODE_ITER && o->group == PERF_GROUP_BLOCK;
+		if (o->mode != PERF_MODE_BW && o->mode != PERF_MODE_RATE && !iter_block) {
+			fprintf(stderr,
+				"kinet-perf: --group %s is for --bw and --rate (iter: --group block)\n",
 				group_names[o->group]);
 			return -1;
 		}

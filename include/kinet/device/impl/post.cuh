@@ -200,11 +200,14 @@ KINET_DEV_FN int kinet_devi_post_group(int g, struct kinet_dev_qp *qp, const str
 		uint64_t lastq[8];
 		int have_last = 0;
 		union kinet_dev_wqe w;
+		/* A staged write is one WQE, the first of the first round; the
+		 * whole group copies its source (impl/stage.cuh). */
+		if (posted == 0 && c && nchunks == 1 &&
+		    kinet_devi_stage_wanted(qp, x->opcode, x->lkey, x->size))
+			kinet_devi_stage_copy_group(g, qp, start, x->laddr, (uint32_t)x->size);
 		for (uint32_t i = rank; i < c; i += gsize) {
 			kinet_devi_build_chunk(&w, qp, start + i, x, chunk, nchunks, posted + i,
 					       kinet_devi_post_sig(qp, start + i, posted + i, total, lsig));
-			if (nchunks == 1 && kinet_devi_stage_wanted(qp, x->opcode, x->lkey, x->size))
-				kinet_devi_stage_copy(qp, start + i, x->laddr, (uint32_t)x->size);
 			kinet_dev_wqe_store(qp, start + i, &w);
 			if (i == n - 1) {
 				kinet_dev_wqe_words(&w, lastq);

@@ -71,4 +71,29 @@ KINET_DEV_FN void kinet_devi_stage_copy(const struct kinet_dev_qp *qp, uint64_t 
 #endif
 }
 
+/* The same by every member of group g (the _warp and _block forms): rank r
+ * copies pieces r, r + size, ... of the source, so a block stages 4 KiB in
+ * one round of 16-byte loads and stores per thread.  The group barrier
+ * before the doorbell orders every member's stores before it. */
+KINET_DEV_FN void kinet_devi_stage_copy_group(int g, const struct kinet_dev_qp *qp, uint64_t idx,
+					      uint64_t laddr, uint32_t size)
+{
+#if defined(KINET_HOST_EMU)
+	(void)g; /* an emulated group is one thread */
+	kinet_devi_stage_copy(qp, idx, laddr, size);
+#else
+	uint32_t rank = kinet_devi_group_rank(g), gsize = kinet_devi_group_size(g);
+	if (gsize <= 1) {
+		kinet_devi_stage_copy(qp, idx, laddr, size);
+		return;
+	}
+	uint8_t *dst = qp->stage + (size_t)(idx & qp->sq_mask) * qp->stage_bytes;
+	uint32_t whole = (laddr & 15) == 0 ? size & ~15u : 0;
+	for (uint32_t i = rank * 16; i < whole; i += gsize * 16)
+		*(uint4 *)(dst + i) = __ldcg((const uint4 *)(laddr + i));
+	for (uint32_t i = whole + rank; i < size; i += gsize)
+		dst[i] = __ldcg((const unsigned char *)(laddr + i));
+#endif
+}
+
 #endif /* KINET_DEVICE_IMPL_STAGE_CUH */
