@@ -3,9 +3,11 @@
  * kinet_qp_post_send and waits with kinet_cq_poll, the way an application
  * without GPU-initiated networking would (after its kernel ends).
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +15,8 @@
 #include "perf.h"
 
 #define PERF_WAIT_NS (10ull * 1000000000ull)
-/* Polls that long before yielding between polls (a completion in one
- * process takes less). */
+/* Where threads outnumber the cores, polls that long before yielding
+ * between polls (a completion in one process takes less). */
 #define PERF_YIELD_NS 1000ull
 
 int perf_wqes_per_op(enum perf_op op)
@@ -113,12 +115,34 @@ static int post(struct perf_env *e, int q, struct cpu_wr *w, char *err, size_t e
 	return rc;
 }
 
-/* Waits for n completions of QP q (bounded).  Polls, and after a while
- * yields between polls: where threads outnumber the cores, the engine
- * thread that will write the completion may be waiting for this core. */
+/* Whether a waiting poster keeps the core: when each polling thread of
+ * this host (every rank's engine threads and poster) has one, as an
+ * application's completion loop would; else the engine thread that will
+ * write the completion may be waiting for this core. */
+static bool waiter_spins(struct perf_env *e)
+{
+	struct kinet_engine_stats st;
+
+	if (e->waiter_spins)
+		return e->waiter_spins > 0;
+	cpu_set_t set;
+	int cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+	int engines = kinet_ctx_engine_stats(e->ctx, 0, &st);
+	int ranks = e->o->nranks ? e->o->nranks : 1;
+
+	/* Loopback: the target's context may have engines of its own. */
+	if (!e->o->nranks && e->tgt_ctx != e->ctx)
+		engines *= 2;
+	e->waiter_spins = engines > 0 && cores >= ranks * (engines + 1) ? 1 : -1;
+	return e->waiter_spins > 0;
+}
+
+/* Waits for n completions of QP q (bounded).  Polls, and where threads
+ * outnumber the cores yields between polls after a while. */
 static int wait_n(struct perf_env *e, int q, int n, char *err, size_t errlen)
 {
 	uint64_t start = 0;
+	bool spin = waiter_spins(e);
 	while (n > 0) {
 		int got = reap(e, q, n, err, errlen);
 		if (got < 0)
@@ -130,7 +154,7 @@ static int wait_n(struct perf_env *e, int q, int n, char *err, size_t errlen)
 			uint64_t now = perf_now_ns();
 			if (!start)
 				start = now;
-			else if (now - start > PERF_YIELD_NS)
+			else if (!spin && now - start > PERF_YIELD_NS)
 				sched_yield();
 			if (now - start > PERF_WAIT_NS) {
 				snprintf(err, errlen, "timed out waiting for completions");

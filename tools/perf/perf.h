@@ -301,9 +301,10 @@ struct perf_env {
 	uint64_t *scratch; /* old values of put_signal's add posted from the CPU */
 	struct kinet_mr *scratch_mr;
 	size_t nposters;
-	uint64_t sig_off;	       /* signal word: dst + q*dst_stride + sig_off */
-	uint64_t rdst;		       /* dst as the initiator targets it (the peer's address) */
-	uint32_t rkey;		       /* and its rkey */
+	int waiter_spins; /* cpu_post.c: 1 a poster spins on its CQ, -1 yields, 0 not known yet */
+	uint64_t sig_off; /* signal word: dst + q*dst_stride + sig_off */
+	uint64_t rdst;	  /* dst as the initiator targets it (the peer's address) */
+	uint32_t rkey;	  /* and its rkey */
 	struct kinet_dev_qp **dev_qps; /* device array of exported QPs */
 	/* send responder: a host thread keeping receives posted */
 	void *responder;
