@@ -82,8 +82,6 @@ static void *engine_main(void *arg)
 			pthread_mutex_unlock(&t->lock);
 			continue;
 		}
-		for (int i = 0; i < t->nqps; i++)
-			work += kinet_engine_progress_qp(t, t->qps[i]);
 		if (t->index == 0) {
 			/* Acquire: pairs with the release that publishes the
 			 * remote state with the hook (rp_state_get).  Under the
@@ -96,6 +94,10 @@ static void *engine_main(void *arg)
 			if (progress)
 				work += progress(t->ctx);
 		}
+		/* After the remote pass: an answer it took completes its
+		 * operation in this pass, not the next. */
+		for (int i = 0; i < t->nqps; i++)
+			work += kinet_engine_progress_qp(t, t->qps[i]);
 		pthread_mutex_unlock(&t->lock);
 		stat_add(&t->stats.passes, 1);
 
