@@ -18,6 +18,9 @@
 
 #include "log.h"
 
+/* Fields written by different threads go on lines of their own. */
+#define KINET_CACHE_LINE 64
+
 struct kinet_ctx;
 struct kinet_qp;
 struct kinet_cq;

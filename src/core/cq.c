@@ -51,9 +51,14 @@ int kinet_cq_create(struct kinet_ctx *ctx, const struct kinet_cq_attr *attr, str
 	if (attr->flags & ~(uint32_t)KINET_CQ_IGNORE_OVERRUN)
 		return KINET_EINVAL("attr->flags", "unknown flags");
 
-	cq = calloc(1, ctx->ops->cq_size ? ctx->ops->cq_size : sizeof(*cq));
+	/* Aligned: the writers' and the poller's fields have lines of their
+	 * own (cq.h). */
+	size_t size = ctx->ops->cq_size ? ctx->ops->cq_size : sizeof(*cq);
+	size = (size + KINET_CACHE_LINE - 1) & ~(size_t)(KINET_CACHE_LINE - 1);
+	cq = aligned_alloc(KINET_CACHE_LINE, size);
 	if (!cq)
 		return -ENOMEM;
+	memset(cq, 0, size);
 	cq->ctx = ctx;
 	cq->flags = attr->flags;
 	cq->log_depth = log2_ceil(attr->depth < CQ_MIN_DEPTH ? CQ_MIN_DEPTH : attr->depth);
@@ -221,14 +226,19 @@ static void cqe_publish(struct kinet_cq *cq, struct kinet_cqe64 *cqe, const stru
 /* Only the reserved last slot is free; lock held. */
 static bool cq_full(struct kinet_cq *cq)
 {
-	uint32_t ci;
-
 	/* Overrun ignored: the consumer index is not looked at (GPUNetIO
 	 * device code never writes it). */
 	if (cq->flags & KINET_CQ_IGNORE_OVERRUN)
 		return false;
-	ci = kinet_be32(__atomic_load_n(&cq->dbrec[KINET_CQ_DBR_CI], __ATOMIC_ACQUIRE)) & KINET_CQ_CI_MASK;
-	return (((uint32_t)cq->pi - ci) & KINET_CQ_CI_MASK) >= cq->depth - 1;
+	/* The consumer index only grows, so while the one last read leaves
+	 * room the record is not read again: it is a line the consumer
+	 * writes, and reading it costs every completion a transfer from the
+	 * consumer's core (or from the GPU's writes). */
+	if ((((uint32_t)cq->pi - cq->ci_seen) & KINET_CQ_CI_MASK) < cq->depth - 1)
+		return false;
+	cq->ci_seen =
+		kinet_be32(__atomic_load_n(&cq->dbrec[KINET_CQ_DBR_CI], __ATOMIC_ACQUIRE)) & KINET_CQ_CI_MASK;
+	return (((uint32_t)cq->pi - cq->ci_seen) & KINET_CQ_CI_MASK) >= cq->depth - 1;
 }
 
 /* An overrun is fatal to the CQ, as on ConnectX (IBV_EVENT_CQ_ERR): every
@@ -386,9 +396,17 @@ static void cqe_decode(struct kinet_cq *cq, const struct kinet_cqe64 *cqe, uint8
 		kinet_qp_put(qp);
 }
 
+/* Whether the CQE at index ci is the host's to take; its op_own. */
+static bool cqe_ready(const struct kinet_cq *cq, uint64_t ci, uint8_t *op_own)
+{
+	const struct kinet_cqe64 *cqe = &cq->ring[ci & (cq->depth - 1)];
+
+	*op_own = __atomic_load_n(&cqe->op_own, __ATOMIC_ACQUIRE);
+	return (*op_own >> 4) != KINET_CQE_INVALID && (*op_own & 1) == kinet_cqe_sw_owner(ci, cq->log_depth);
+}
+
 int kinet_cq_poll(struct kinet_cq *cq, int max, struct kinet_wc *wc)
 {
-	struct kinet_cqe64 *cqe;
 	uint8_t op_own;
 	int n;
 
@@ -399,15 +417,18 @@ int kinet_cq_poll(struct kinet_cq *cq, int max, struct kinet_wc *wc)
 	if (max && !wc)
 		return KINET_EINVAL("wc", "NULL");
 
+	/* An empty CQ is told without the lock, so a thread spinning on it
+	 * only reads: the lock would be a write per look, on a line the
+	 * engine then has to take back for the next CQE.  A stale index only
+	 * sends the caller to the locked check or back empty-handed. */
+	if (max && !cqe_ready(cq, __atomic_load_n(&cq->ci, __ATOMIC_RELAXED), &op_own))
+		return atomic_load(&cq->overrun) ? -EOVERFLOW : 0;
 	pthread_mutex_lock(&cq->poll_lock);
 	for (n = 0; n < max; n++) {
-		cqe = &cq->ring[cq->ci & (cq->depth - 1)];
-		op_own = __atomic_load_n(&cqe->op_own, __ATOMIC_ACQUIRE);
-		if ((op_own >> 4) == KINET_CQE_INVALID ||
-		    (op_own & 1) != kinet_cqe_sw_owner(cq->ci, cq->log_depth))
+		if (!cqe_ready(cq, cq->ci, &op_own))
 			break;
-		cqe_decode(cq, cqe, op_own >> 4, &wc[n]);
-		cq->ci++;
+		cqe_decode(cq, &cq->ring[cq->ci & (cq->depth - 1)], op_own >> 4, &wc[n]);
+		__atomic_store_n(&cq->ci, cq->ci + 1, __ATOMIC_RELAXED);
 	}
 	if (n)
 		__atomic_store_n(&cq->dbrec[KINET_CQ_DBR_CI], kinet_be32((uint32_t)cq->ci & KINET_CQ_CI_MASK),

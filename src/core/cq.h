@@ -14,6 +14,8 @@
 #include "kinet/kinet.h"
 #include "kinet/wire.h"
 
+#include "base.h"
+
 struct kinet_ctx;
 struct kinet_qp;
 struct kinet_cq;
@@ -29,19 +31,24 @@ struct kinet_cq {
 	uint32_t log_depth;
 	struct kinet_cqe64 *ring; /* host pointer */
 	uint32_t *dbrec;	  /* host pointer; [0] = consumer index */
-	pthread_mutex_t lock;	  /* writers (engine threads of any context) */
-	uint64_t pi;		  /* CQEs written; written under lock, read atomically */
 	/* The completion word (kinet/device/types.h, KINET_COMP_*): host
 	 * pointer from the provider, or NULL; comp is its value, under lock. */
 	uint64_t *comp_word;
-	uint64_t comp;
-	atomic_bool overrun;
-	pthread_mutex_t poll_lock;
-	uint64_t ci;			    /* host poller */
 	atomic_int users;		    /* QPs using it */
 	struct kinet_dev_cq *dev;	    /* exported descriptor, or NULL */
 	struct kinet_gpunetio_cq *gpunetio; /* kinet_cq_export_gpunetio's, or NULL */
 	struct kinet_cq *next_in_ctx;	    /* under ctx->obj_lock */
+
+	/* The writers' and the host poller's state on lines of their own: a
+	 * poller spinning on an empty CQ does not take the line the engine
+	 * writes the next CQE's bookkeeping in (kinet_cq_create aligns). */
+	_Alignas(KINET_CACHE_LINE) pthread_mutex_t lock; /* writers (engine threads of any context) */
+	uint64_t pi; /* CQEs written; written under lock, read atomically */
+	uint64_t comp;
+	uint32_t ci_seen; /* consumer index last read from the doorbell record, under lock */
+	atomic_bool overrun;
+	_Alignas(KINET_CACHE_LINE) pthread_mutex_t poll_lock;
+	uint64_t ci; /* host poller; written under poll_lock, read atomically */
 };
 
 /* A completion the engine wants written. */
