@@ -31,6 +31,8 @@
 #define OFI_DEFAULT_TX_BUFS 64
 /* A peer that owes us progress and stays silent this long is gone. */
 #define OFI_DEFAULT_PEER_TIMEOUT_MS 10000
+/* A peer gets a send with a completion at least this often (ofi_send). */
+#define OFI_TRACK_NS 1000000ull
 /* Messages of senders not known yet, or ahead of a gap, kept as copies. */
 #define OFI_MAX_HELD 4096
 
@@ -79,8 +81,9 @@ struct kinet_carrier_peer {
 	fi_addr_t fi_addr;
 	int status; /* 0, -ECONNRESET, -EHOSTUNREACH */
 	/* liveness (see ofi_check_peers) */
-	uint64_t alive_ns;  /* last send completed to it or message from it */
-	uint64_t eagain_ns; /* last fi_send to it that said -FI_EAGAIN */
+	uint64_t alive_ns;   /* last send completed to it or message from it */
+	uint64_t eagain_ns;  /* last fi_send to it that said -FI_EAGAIN */
+	uint64_t tracked_ns; /* last send to it with a completion (not injected) */
 	uint64_t busy_since;
 	/* send side */
 	uint64_t tx_seq;
@@ -133,6 +136,7 @@ struct kinet_carrier {
 	int nheld;
 	bool delivering;
 	uint64_t peer_timeout_ns; /* 0: never declare a silent peer gone */
+	size_t inject_max;	  /* messages up to this may go with fi_inject (ofi_send) */
 	uint64_t next_check_ns;
 };
 

@@ -336,6 +336,10 @@ int ofi_setup(struct kinet_carrier *c)
 	if (c->info->rx_attr->size && (size_t)nrx > c->info->rx_attr->size)
 		nrx = (int)c->info->rx_attr->size;
 
+	long inject = kinet_env_long("KINET_OFI_INJECT", -1);
+	c->inject_max = c->info->tx_attr->inject_size;
+	if (inject >= 0 && (size_t)inject < c->inject_max)
+		c->inject_max = (size_t)inject;
 	OFI_CALL(fi_fabric(c->info->fabric_attr, &c->fabric, NULL), "fi_fabric");
 	OFI_CALL(fi_domain(c->fabric, c->info, &c->domain, NULL), "fi_domain");
 	cq_attr.size = (size_t)(ntx + nrx) * 2;
