@@ -6,8 +6,9 @@
  * ($KINET_OFI_PROVIDER / KINET_OFI_ADDR / KINET_OFI_IFACE override) exchange
  * messages of many sizes in both directions, in order, contents checked;
  * send back-pressure (-EAGAIN) is handled; a send from the deliver callback
- * works; a peer whose endpoint closed is reported gone within a bounded
- * time.
+ * works; small messages wait in a bundle until a flush and keep their
+ * order with large ones; a peer whose endpoint closed is reported gone
+ * within a bounded time.
  *
  * Across processes (tests/netns/run.sh sets KINET_RANK, KINET_NRANKS=2,
  * KINET_ROOT=ip:port, KINET_OFI_IFACE): ranks 0 and 1 swap carrier
@@ -353,6 +354,95 @@ KT_TEST(send_from_deliver)
 	side_close(&b);
 }
 
+/* Bundles: messages of an explicit size, numbered from 0. */
+struct bundle_rx {
+	uint32_t n;
+	int bad;
+	size_t len[16];
+};
+
+static void on_bundled(struct kinet_carrier *c, struct kinet_carrier_peer *peer, const void *msg, size_t len,
+		       void *arg)
+{
+	struct bundle_rx *r = arg;
+	const uint8_t *b = msg;
+	uint32_t id;
+
+	(void)c, (void)peer;
+	memcpy(&id, b, sizeof(id));
+	bool ok = len >= sizeof(id) && id == r->n && r->n < 16 && len == r->len[r->n];
+	for (size_t off = sizeof(id); ok && off < len; off++)
+		ok = b[off] == pattern(2, id, off);
+	if (!ok && r->bad++ < 5)
+		fprintf(stderr, "bundled message %u of %zu bytes is not message %u\n", id, len, r->n);
+	r->n++;
+}
+
+static int send_sized(struct side *s, uint32_t id, size_t len)
+{
+	struct iovec iov = {g_buf, len};
+
+	memcpy(g_buf, &id, sizeof(id));
+	for (size_t off = sizeof(id); off < len; off++)
+		g_buf[off] = pattern(2, id, off);
+	return kinet_carrier_ofi.send(s->c, s->peer, &iov, 1);
+}
+
+/* Small messages wait in the peer's bundle until a flush (or progress)
+ * posts it; a message too large for one posts the open bundle first, so
+ * the order holds. */
+KT_TEST(bundles)
+{
+	static const size_t sizes[13] = {4, 100, 1024, 16, 8, 300, 64, 200, 8, 9, 40, 3000, 12};
+	struct bundle_rx r = {0};
+	struct side a, b;
+	char why[128];
+	int rc;
+
+	if (in_netns_mode())
+		KT_SKIP("in-process tests do not run under tests/netns/run.sh");
+	loopback_env();
+	if ((rc = side_open(&a, 0, why, sizeof(why))) == 0)
+		KT_SKIP("%s", why);
+	KT_CHECK(rc == 1);
+	KT_CHECK_EQ(side_open(&b, 1, why, sizeof(why)), 1);
+	KT_OK(peer_of(&a, &b, &a.peer));
+	KT_OK(peer_of(&b, &a, &b.peer));
+	KT_OK(exchange(&a, &b, 4)); /* connected */
+	memcpy(r.len, sizes, sizeof(sizes));
+
+	/* Ten small ones, never flushed: nothing reaches b. */
+	for (uint32_t i = 0; i < 10; i++)
+		KT_OK(send_sized(&a, i, sizes[i]));
+	uint64_t until = kt_now_ms() + 200;
+	while (kt_now_ms() < until)
+		KT_CHECK(kinet_carrier_ofi.progress(b.c, on_bundled, &r) >= 0);
+	KT_CHECK_EQ(r.n, 0);
+
+	/* The flush posts them, in order. */
+	uint64_t end = kt_now_ms() + DEADLINE_MS;
+	while (kinet_carrier_ofi.flush(a.c) == -EAGAIN && kt_now_ms() < end)
+		kinet_carrier_ofi.progress(b.c, on_bundled, &r);
+	while (r.n < 10 && kt_now_ms() < end)
+		KT_CHECK(kinet_carrier_ofi.progress(b.c, on_bundled, &r) >= 0);
+	KT_CHECK_EQ(r.n, 10);
+
+	/* Small, large (alone), small: still in order; progress flushes. */
+	for (uint32_t i = 10; i < 13; i++) {
+		while ((rc = send_sized(&a, i, sizes[i])) == -EAGAIN && kt_now_ms() < end)
+			kinet_carrier_ofi.progress(a.c, on_bundled, &r);
+		KT_OK(rc);
+	}
+	while (r.n < 13 && kt_now_ms() < end) {
+		KT_CHECK(kinet_carrier_ofi.progress(a.c, on_bundled, &r) >= 0);
+		KT_CHECK(kinet_carrier_ofi.progress(b.c, on_bundled, &r) >= 0);
+	}
+	KT_CHECK_EQ(r.n, 13);
+	KT_CHECK_EQ(r.bad, 0);
+	side_close(&a);
+	side_close(&b);
+}
+
 KT_TEST(peer_gone)
 {
 	struct side a, b;
@@ -623,4 +713,4 @@ KT_TEST(two_ranks)
 }
 
 KT_MAIN(both_directions_in_order, back_pressure, send_from_deliver, registered_buffers,
-	send_while_progressing, peer_gone, two_ranks)
+	send_while_progressing, bundles, peer_gone, two_ranks)

@@ -6,7 +6,8 @@
  * keys or opcodes.
  *
  * One carrier endpoint per context and kind, opened on first use.  Its
- * progress is driven by the context's engine thread 0 on every pass.
+ * progress is driven by the context's engine thread 0 on every pass, and
+ * every engine thread flushes it at the end of its pass.
  */
 #ifndef KINET_CARRIER_H
 #define KINET_CARRIER_H
@@ -53,6 +54,11 @@ struct kinet_carrier_ops {
 	/* 0 while the peer is believed alive, else -ECONNRESET or
 	 * -EHOSTUNREACH (a process that died, an unreachable host). */
 	int (*peer_status)(struct kinet_carrier *carrier, struct kinet_carrier_peer *peer);
+	/* Sends what send() held back to put several messages in one (NULL:
+	 * it holds nothing back; progress() flushes too).  Every engine
+	 * thread calls it at the end of its pass, from any thread: 0, or
+	 * -EAGAIN when something is left for the next call. */
+	int (*flush)(struct kinet_carrier *carrier);
 };
 
 extern const struct kinet_carrier_ops kinet_carrier_node;

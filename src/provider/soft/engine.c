@@ -98,6 +98,11 @@ static void *engine_main(void *arg)
 		 * operation in this pass, not the next. */
 		for (int i = 0; i < t->nqps; i++)
 			work += kinet_engine_progress_qp(t, t->qps[i]);
+		/* What the pass sent to other processes leaves together. */
+		void (*flush)(struct kinet_ctx *) =
+			__atomic_load_n(&kinet_sctx(t->ctx)->remote_flush, __ATOMIC_ACQUIRE);
+		if (flush)
+			flush(t->ctx);
 		pthread_mutex_unlock(&t->lock);
 		stat_add(&t->stats.passes, 1);
 

@@ -5,12 +5,11 @@
  * registration, ofi_rx.c for completions and ordering.
  *
  * Sends are copied into registered bounce buffers (a pool; -EAGAIN when it
- * is empty), receives land in a pool of pre-posted buffers that is reposted
- * after delivery.  Delivery completion is the protocol's business: the
- * target answers once it placed the data.  A send that completes in error
- * marks its peer gone.  Nothing here blocks; one mutex serialises the
- * carrier, and it is not held while a message is delivered, so the deliver
- * callback may send.
+ * is empty), small ones bundled per peer (ofi_tx.c); receives land in a
+ * pool of pre-posted buffers that is reposted after delivery.  Delivery completion is the protocol's
+ * business: the target answers once it placed the data.  A send that completes in error marks its peer gone.
+ * Nothing here blocks; one mutex serialises the carrier, and it is not held while a message is delivered, so
+ * the deliver callback may send.
  *
  * Built without libfabric, the carrier exists but open() fails (-ENOSYS).
  */
@@ -205,6 +204,9 @@ static void ofi_close(struct kinet_carrier *c)
 	/* Let sends in flight complete, briefly: providers such as ofi_rxm
 	 * leak internal registrations when closed under them. */
 	uint64_t end = kinet_now_ns() + OFI_CLOSE_LINGER_MS * 1000000ull;
+	while (c->ep && c->bundles && ofi_flush_locked(c) && kinet_now_ns() < end)
+		if (ofi_cq_drain(c) < 0)
+			break;
 	while (c->ep && ofi_tx_busy(c) && kinet_now_ns() < end)
 		if (ofi_cq_drain(c) < 0)
 			break;
@@ -255,86 +257,21 @@ static int ofi_peer_get(struct kinet_carrier *c, const void *addr, size_t len,
 	return rc;
 }
 
-/* Builds the message in buf; its length. */
-static size_t ofi_pack(struct kinet_carrier *c, struct kinet_carrier_peer *p, uint8_t *buf,
-		       const struct iovec *iov, int iovcnt, size_t total)
+/* Delivers m, or each message of a bundle (checked at receipt to hold
+ * whole records). */
+static void deliver_msg(struct kinet_carrier *c, const struct ofi_msg *m, kinet_carrier_deliver_fn deliver,
+			void *arg)
 {
-	struct ofi_hdr h = {
-		.magic = OFI_MAGIC,
-		.addr_len = p->tx_seq == 0 ? (uint16_t)c->addr_len : 0,
-		.len = (uint32_t)total,
-		.sender = c->id,
-		.seq = p->tx_seq,
-	};
-	size_t off = sizeof(h);
+	uint32_t n;
 
-	memcpy(buf, &h, sizeof(h));
-	if (h.addr_len) {
-		memcpy(buf + off, c->addr, h.addr_len);
-		off += h.addr_len;
+	if (!(m->flags & OFI_FLAG_BUNDLE)) {
+		deliver(c, m->peer, m->data, m->len, arg);
+		return;
 	}
-	for (int i = 0; i < iovcnt; i++) {
-		if (iov[i].iov_len)
-			memcpy(buf + off, iov[i].iov_base, iov[i].iov_len);
-		off += iov[i].iov_len;
+	for (size_t off = 0; off < m->len; off += sizeof(n) + n) {
+		memcpy(&n, m->data + off, sizeof(n));
+		deliver(c, m->peer, m->data + off + sizeof(n), n, arg);
 	}
-	return off;
-}
-
-static int ofi_send(struct kinet_carrier *c, struct kinet_carrier_peer *p, const struct iovec *iov,
-		    int iovcnt)
-{
-	struct ofi_op *op;
-	size_t total = 0;
-	ssize_t rc;
-
-	for (int i = 0; i < iovcnt; i++)
-		total += iov[i].iov_len;
-	if (total > KINET_CARRIER_MAX_MSG) {
-		KINET_ERR("ofi carrier: message of %zu bytes exceeds KINET_CARRIER_MAX_MSG (%u)", total,
-			  KINET_CARRIER_MAX_MSG);
-		return -EMSGSIZE;
-	}
-	pthread_mutex_lock(&c->lock);
-	if (p->status) {
-		pthread_mutex_unlock(&c->lock);
-		return p->status;
-	}
-	if (!c->tx_free)
-		ofi_cq_drain(c); /* reclaim completed sends */
-	if (!(op = c->tx_free)) {
-		pthread_mutex_unlock(&c->lock);
-		return -EAGAIN;
-	}
-	size_t len = ofi_pack(c, p, op->buf, iov, iovcnt, total);
-	/* A small message goes with fi_inject: the buffer is free again at
-	 * once and no send completion is made and reaped (over shm ~15 % of
-	 * a message's cost).  An injected message that cannot be delivered
-	 * may report nothing (nor whose it was), so a peer gets a send with a completion at least
-	 * every OFI_TRACK_NS: one to a peer that is gone still fails or
-	 * stays in flight (ofi_check_peers). */
-	uint64_t now = kinet_now_ns();
-	bool inject = len <= c->inject_max && now - p->tracked_ns < OFI_TRACK_NS;
-	rc = inject ? fi_inject(c->ep, op->buf, len, p->fi_addr)
-		    : fi_send(c->ep, op->buf, len, c->txp.desc, p->fi_addr, &op->fictx);
-	if (rc == 0) {
-		p->tx_seq++;
-		if (!inject) {
-			c->tx_free = op->next;
-			op->peer = p;
-			p->tx_inflight++;
-			p->tracked_ns = now;
-		}
-	} else if (rc == -FI_EAGAIN) {
-		p->eagain_ns = now;
-		ofi_cq_drain(c); /* the provider needs progress */
-	} else {
-		KINET_ERR("ofi carrier: fi_send of %zu bytes: %s", len, fi_strerror((int)-rc));
-		ofi_peer_fail(c, p, (int)-rc, "fi_send");
-	}
-	int ret = rc == 0 ? 0 : rc == -FI_EAGAIN ? -EAGAIN : p->status;
-	pthread_mutex_unlock(&c->lock);
-	return ret;
 }
 
 static int ofi_progress(struct kinet_carrier *c, kinet_carrier_deliver_fn deliver, void *arg)
@@ -346,6 +283,7 @@ static int ofi_progress(struct kinet_carrier *c, kinet_carrier_deliver_fn delive
 		pthread_mutex_unlock(&c->lock);
 		return 0;
 	}
+	ofi_flush_locked(c); /* what was bundled since the last flush */
 	rc = ofi_cq_drain(c);
 	if (rc < 0) {
 		pthread_mutex_unlock(&c->lock);
@@ -358,7 +296,7 @@ static int ofi_progress(struct kinet_carrier *c, kinet_carrier_deliver_fn delive
 		if (!(c->ready_head = m->next))
 			c->ready_tail = NULL;
 		pthread_mutex_unlock(&c->lock);
-		deliver(c, m->peer, m->data, m->len, arg);
+		deliver_msg(c, m, deliver, arg);
 		pthread_mutex_lock(&c->lock);
 		ofi_msg_release(c, m);
 		n++;
@@ -424,6 +362,12 @@ static int ofi_peer_status(struct kinet_carrier *c, struct kinet_carrier_peer *p
 	return -ENOSYS;
 }
 
+static int ofi_flush(struct kinet_carrier *c)
+{
+	(void)c;
+	return 0;
+}
+
 #endif /* KINET_HAVE_OFI */
 
 const struct kinet_carrier_ops kinet_carrier_ofi = {
@@ -435,4 +379,5 @@ const struct kinet_carrier_ops kinet_carrier_ofi = {
 	.send = ofi_send,
 	.progress = ofi_progress,
 	.peer_status = ofi_peer_status,
+	.flush = ofi_flush,
 };

@@ -26,21 +26,27 @@
 
 #include "carrier.h"
 
-#define OFI_MAGIC 0x6b6e6f31u /* "kno1" */
+#define OFI_MAGIC 0x6b6e6f32u /* "kno2" (1: before bundles) */
 #define OFI_DEFAULT_RX_BUFS 64
 #define OFI_DEFAULT_TX_BUFS 64
 /* A peer that owes us progress and stays silent this long is gone. */
 #define OFI_DEFAULT_PEER_TIMEOUT_MS 10000
 /* A peer gets a send with a completion at least this often (ofi_send). */
 #define OFI_TRACK_NS 1000000ull
+/* Bundles (ofi_tx.c): payload bytes of one by default (KINET_OFI_BUNDLE),
+ * and a message goes in one only when that many of its size fit. */
+#define OFI_DEFAULT_BUNDLE 4096
+#define OFI_BUNDLE_ITEMS_MIN 4
+/* Header flag: the payload is records of a 32-bit length and its bytes. */
+#define OFI_FLAG_BUNDLE 0x1u
 /* Messages of senders not known yet, or ahead of a gap, kept as copies. */
 #define OFI_MAX_HELD 4096
 
 struct ofi_hdr {
 	uint32_t magic;
 	uint16_t addr_len; /* > 0 only in message 0: the sender's address follows */
-	uint16_t reserved;
-	uint32_t len; /* payload bytes, after header and address */
+	uint16_t flags;	   /* OFI_FLAG_* */
+	uint32_t len;	   /* payload bytes, after header and address */
 	uint32_t reserved2;
 	uint64_t sender; /* the sending carrier's id */
 	uint64_t seq;	 /* per (sender, receiver), from 0 */
@@ -58,6 +64,7 @@ struct ofi_msg {
 	struct kinet_carrier_peer *peer;
 	uint64_t sender;
 	uint64_t seq;
+	uint16_t flags; /* the header's */
 	const uint8_t *data;
 	size_t len;
 	struct ofi_op *rx; /* receive buffer to repost after delivery, or NULL
@@ -88,6 +95,9 @@ struct kinet_carrier_peer {
 	/* send side */
 	uint64_t tx_seq;
 	uint64_t tx_inflight;
+	struct ofi_op *bundle; /* open bundle (ofi_tx.c), or NULL */
+	size_t bundle_start;   /* where its records start in the buffer */
+	size_t bundle_len;     /* bytes of the buffer used */
 	/* receive side */
 	uint64_t rx_sender; /* id of the carrier sending to us from addr */
 	bool rx_known;
@@ -136,7 +146,9 @@ struct kinet_carrier {
 	int nheld;
 	bool delivering;
 	uint64_t peer_timeout_ns; /* 0: never declare a silent peer gone */
-	size_t inject_max;	  /* messages up to this may go with fi_inject (ofi_send) */
+	size_t inject_max;	  /* messages up to this may go with fi_inject (ofi_tx.c) */
+	size_t bundle_max;	  /* payload bytes of a bundle; 0: no bundles */
+	int bundles;		  /* peers with an open bundle (read without the lock) */
 	uint64_t next_check_ns;
 };
 
@@ -145,6 +157,11 @@ int ofi_setup(struct kinet_carrier *c);
 void ofi_teardown(struct kinet_carrier *c);
 /* Posts a receive on op's buffer; 0 or a negative errno (logged). */
 int ofi_post_recv(struct kinet_carrier *c, struct ofi_op *op);
+
+/* ofi_tx.c (lock held by the _locked ones) */
+int ofi_send(struct kinet_carrier *c, struct kinet_carrier_peer *peer, const struct iovec *iov, int iovcnt);
+int ofi_flush(struct kinet_carrier *c);
+int ofi_flush_locked(struct kinet_carrier *c);
 
 /* ofi.c */
 /* Finds or creates the peer at addr (lock held). */

@@ -145,6 +145,28 @@ static void ofi_adopt_orphans(struct kinet_carrier *c, struct kinet_carrier_peer
 	}
 }
 
+/* A message with no flag but OFI_FLAG_BUNDLE, whose records (if it is a
+ * bundle) end where it ends: what deliver_msg (ofi.c) walks. */
+static bool records_whole(const struct ofi_msg *m)
+{
+	uint32_t n;
+	size_t off = 0;
+
+	if (m->flags & ~OFI_FLAG_BUNDLE)
+		return false;
+	if (!(m->flags & OFI_FLAG_BUNDLE))
+		return true;
+	while (off < m->len) {
+		if (m->len - off < sizeof(n))
+			return false;
+		memcpy(&n, m->data + off, sizeof(n));
+		if (n > m->len - off - sizeof(n))
+			return false;
+		off += sizeof(n) + n;
+	}
+	return true;
+}
+
 static void ofi_on_recv(struct kinet_carrier *c, struct ofi_op *op, size_t cq_len)
 {
 	const struct ofi_hdr *h = (const struct ofi_hdr *)op->buf;
@@ -163,8 +185,14 @@ static void ofi_on_recv(struct kinet_carrier *c, struct ofi_op *op, size_t cq_le
 	m->rx = op;
 	m->sender = h->sender;
 	m->seq = h->seq;
+	m->flags = h->flags;
 	m->data = op->buf + sizeof(*h) + h->addr_len;
 	m->len = h->len;
+	if (!records_whole(m)) {
+		KINET_WARN("ofi carrier: dropping a malformed bundle of %zu bytes", m->len);
+		ofi_post_recv(c, op);
+		return;
+	}
 	m->peer = NULL;
 	if (h->addr_len) {
 		if (!(p = ofi_hello(c, h->sender, op->buf + sizeof(*h), h->addr_len))) {

@@ -336,6 +336,10 @@ int ofi_setup(struct kinet_carrier *c)
 	if (c->info->rx_attr->size && (size_t)nrx > c->info->rx_attr->size)
 		nrx = (int)c->info->rx_attr->size;
 
+	long bundle = kinet_env_long("KINET_OFI_BUNDLE", OFI_DEFAULT_BUNDLE);
+	c->bundle_max = bundle <= 0			 ? 0
+			: bundle > KINET_CARRIER_MAX_MSG ? KINET_CARRIER_MAX_MSG
+							 : (size_t)bundle;
 	long inject = kinet_env_long("KINET_OFI_INJECT", -1);
 	c->inject_max = c->info->tx_attr->inject_size;
 	if (inject >= 0 && (size_t)inject < c->inject_max)

@@ -155,6 +155,18 @@ static int remote_progress(struct kinet_ctx *ctx)
 	return work;
 }
 
+/* Every engine thread, at the end of its pass: what the pass sent goes
+ * out together (a carrier's bundles, ofi_tx.c).  No lock: the carriers
+ * that flush are published once open (rp_carrier_get). */
+static void remote_flush(struct kinet_ctx *ctx)
+{
+	struct rp_state *rs = kinet_sctx(ctx)->remote;
+
+	for (int k = 0; k < RP_NKINDS; k++)
+		if (__atomic_load_n(&rs->car[k].flushes, __ATOMIC_ACQUIRE))
+			rs->car[k].ops->flush(rs->car[k].c);
+}
+
 struct rp_state *rp_state_get(struct kinet_ctx *ctx)
 {
 	struct rp_state *rs;
@@ -167,8 +179,9 @@ struct rp_state *rp_state_get(struct kinet_ctx *ctx)
 		rs->car[RP_NODE].ops = &kinet_carrier_node;
 		rs->car[RP_OFI].ops = &kinet_carrier_ofi; /* NULL without libfabric */
 		kinet_sctx(ctx)->remote = rs;
-		/* Release: engine thread 0 sees the state before the hook. */
+		/* Release: the engine threads see the state before the hooks. */
 		__atomic_store_n(&kinet_sctx(ctx)->remote_progress, remote_progress, __ATOMIC_RELEASE);
+		__atomic_store_n(&kinet_sctx(ctx)->remote_flush, remote_flush, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&ctx->obj_lock);
 	return rs;
@@ -184,6 +197,8 @@ struct rp_carrier *rp_carrier_get(struct rp_state *rs, enum rp_kind kind, bool a
 
 		car->tried = true;
 		car->rc = car->ops ? car->ops->open(rs->ctx, &car->c) : -ENOSYS;
+		if (car->c && car->ops->flush)
+			__atomic_store_n(&car->flushes, true, __ATOMIC_RELEASE);
 		kinet_log_demote(was);
 		car->reported = asked;
 		if (car->rc)
@@ -389,6 +404,7 @@ void kinet_remote_close(struct kinet_ctx *ctx)
 	if (!rs)
 		return;
 	__atomic_store_n(&kinet_sctx(ctx)->remote_progress, NULL, __ATOMIC_RELAXED); /* engine stopped */
+	__atomic_store_n(&kinet_sctx(ctx)->remote_flush, NULL, __ATOMIC_RELAXED);
 	kinet_sctx(ctx)->remote = NULL;
 	rp_target_free(rs);
 	rp_peer_free(rs);

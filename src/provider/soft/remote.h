@@ -142,6 +142,7 @@ enum rp_kind { RP_NODE = 0, RP_OFI = 1, RP_NKINDS };
 struct rp_carrier {
 	const struct kinet_carrier_ops *ops;
 	struct kinet_carrier *c;
+	bool flushes; /* c is open and has a flush op; set with release, read without rs->lock */
 	bool tried;
 	bool reported; /* its failure was logged as an error */
 	int rc;

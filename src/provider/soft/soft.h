@@ -20,9 +20,11 @@ struct kinet_soft_ctx {
 	struct kinet_ctx ctx;
 	struct kinet_engine *engine;
 	/* Remote protocol state (node/ofi transports), opened on first use;
-	 * engine thread 0 calls remote_progress on every pass. */
+	 * engine thread 0 calls remote_progress on every pass, and every
+	 * engine thread remote_flush at the end of its pass. */
 	void *remote;
 	int (*remote_progress)(struct kinet_ctx *ctx);
+	void (*remote_flush)(struct kinet_ctx *ctx);
 };
 
 struct kinet_soft_qp {
