@@ -38,15 +38,15 @@ struct kinet_cq {
 	struct kinet_dev_cq *dev;	    /* exported descriptor, or NULL */
 	struct kinet_gpunetio_cq *gpunetio; /* kinet_cq_export_gpunetio's, or NULL */
 	struct kinet_cq *next_in_ctx;	    /* under ctx->obj_lock */
+	atomic_bool overrun;		    /* read by every empty poll: not beside lock */
 
 	/* The writers' and the host poller's state on lines of their own: a
-	 * poller spinning on an empty CQ does not take the line the engine
-	 * writes the next CQE's bookkeeping in (kinet_cq_create aligns). */
+	 * poller spinning on an empty CQ only reads lines the engine does not
+	 * write for the next CQE (kinet_cq_create aligns). */
 	_Alignas(KINET_CACHE_LINE) pthread_mutex_t lock; /* writers (engine threads of any context) */
 	uint64_t pi; /* CQEs written; written under lock, read atomically */
 	uint64_t comp;
 	uint32_t ci_seen; /* consumer index last read from the doorbell record, under lock */
-	atomic_bool overrun;
 	_Alignas(KINET_CACHE_LINE) pthread_mutex_t poll_lock;
 	uint64_t ci; /* host poller; written under poll_lock, read atomically */
 };

@@ -54,6 +54,16 @@ static void kinet_qp_ring_doorbell(struct kinet_qp *qp, const uint8_t *last)
 	}
 }
 
+/* Tells the provider that the send doorbell was rung (post_lock
+ * released). */
+static void send_rung(struct kinet_qp *qp)
+{
+	if (qp->ctx->ops->send_rung)
+		qp->ctx->ops->send_rung(qp);
+	else
+		qp->ctx->ops->doorbell(qp);
+}
+
 /* Copies a WQE built contiguously into the ring at sq_pi, wrapping at the
  * end, and records it; post_lock held, room checked. */
 static uint8_t *sq_put(struct kinet_qp *qp, const uint8_t *wqe, uint32_t nbb, uint64_t wr_id)
@@ -287,7 +297,7 @@ int kinet_qp_post_send(struct kinet_qp *qp, const struct kinet_send_wr *wr, int 
 out:
 	pthread_mutex_unlock(&qp->post_lock);
 	if (last)
-		qp->ctx->ops->doorbell(qp);
+		send_rung(qp);
 	return ret;
 }
 
@@ -326,7 +336,7 @@ int kinet_qp_post_wqe(struct kinet_qp *qp, const void *wqe, uint32_t nbb, uint64
 out:
 	pthread_mutex_unlock(&qp->post_lock);
 	if (!ret)
-		qp->ctx->ops->doorbell(qp);
+		send_rung(qp);
 	return ret;
 }
 

@@ -111,6 +111,10 @@ struct kinet_provider_ops {
 	void (*qp_disconnect)(struct kinet_qp *qp);
 	/* The host rang qp's doorbell, or its state changed. */
 	void (*doorbell)(struct kinet_qp *qp);
+	/* The host rang qp's send doorbell (post_lock released), for a
+	 * provider that finds send doorbells itself unless it sleeps.  NULL:
+	 * doorbell() is called. */
+	void (*send_rung)(struct kinet_qp *qp);
 
 	/* ---- peer path (GPU loads and stores instead of WQEs) ---- */
 	enum kinet_peer_reach (*peer_reach)(const struct kinet_qp *qp);

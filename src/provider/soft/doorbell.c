@@ -123,6 +123,17 @@ static uint64_t read_uar(struct kinet_qp *qp)
 	return pi;
 }
 
+bool kinet_engine_db_pending(struct kinet_qp *qp)
+{
+	uint64_t pi;
+
+	if (qp->db_mode != KINET_DB_CPU)
+		return atomic_load_explicit((_Atomic uint64_t *)(void *)kinet_qp_db_reg(qp),
+					    memory_order_relaxed) != 0;
+	pi = atomic_load_explicit(qp->db_cpu, memory_order_relaxed);
+	return pi > kinet_sqp(qp)->sq_seen_pi && pi - kinet_sqp(qp)->sq_ci <= qp->sq_bbs;
+}
+
 uint64_t kinet_engine_read_pi(struct kinet_qp *qp)
 {
 	kinet_sqp(qp)->sq_seen_pi = qp->db_mode == KINET_DB_CPU ? read_cpu(qp) : read_uar(qp);

@@ -78,6 +78,9 @@ void kinet_engine_add_qp(struct kinet_ctx *ctx, struct kinet_qp *qp);
 void kinet_engine_remove_qp(struct kinet_ctx *ctx, struct kinet_qp *qp);
 /* Wakes the thread owning qp (a host post just rang). */
 void kinet_engine_kick(struct kinet_qp *qp);
+/* The host rang qp's send doorbell: wakes the owner only if it sleeps
+ * (engine.c says why and how no doorbell is missed). */
+void kinet_engine_send_rung(struct kinet_qp *qp);
 void kinet_engine_pause(struct kinet_ctx *ctx, bool paused);
 /* Counters of engine thread `index`; the number of threads, or -EINVAL. */
 int kinet_engine_stats(struct kinet_ctx *ctx, int index, struct kinet_engine_stats *stats);
@@ -92,6 +95,9 @@ int kinet_engine_copy_sync(struct kinet_engine_thread *thread);
 
 /* doorbell.c: producer index the QP's doorbell currently shows. */
 uint64_t kinet_engine_read_pi(struct kinet_qp *qp);
+/* Whether a doorbell of qp was rung that the engine has not taken (read
+ * once more before an engine thread sleeps). */
+bool kinet_engine_db_pending(struct kinet_qp *qp);
 
 /* execute.c: one pass over one QP; returns how much work was done. */
 int kinet_engine_progress_qp(struct kinet_engine_thread *thread, struct kinet_qp *qp);

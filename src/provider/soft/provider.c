@@ -154,6 +154,7 @@ static const struct kinet_provider_ops soft_ops = {
 	.qp_connect = soft_qp_connect,
 	.qp_disconnect = soft_qp_disconnect,
 	.doorbell = kinet_engine_kick,
+	.send_rung = kinet_engine_send_rung,
 	.peer_reach = soft_peer_reach,
 	.peer_hello = soft_peer_hello,
 	.peer_publish = kinet_remote_peer_publish,
