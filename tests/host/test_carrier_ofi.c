@@ -179,6 +179,27 @@ static int peer_of(struct side *s, struct side *other, struct kinet_carrier_peer
 	return rc ? rc : kinet_carrier_ofi.peer_get(s->c, addr, len, p);
 }
 
+/* Opens a (direction 0) and b (1) in this process, each knowing the
+ * other: 1, 0 to skip (the reason in why) or -1. */
+static int pair_open(struct side *a, struct side *b, char *why, size_t whylen)
+{
+	int rc;
+
+	if (in_netns_mode()) {
+		snprintf(why, whylen, "in-process tests do not run under tests/netns/run.sh");
+		return 0;
+	}
+	loopback_env();
+	if ((rc = side_open(a, 0, why, whylen)) != 1)
+		return rc;
+	if (side_open(b, 1, why, whylen) != 1 || peer_of(a, b, &a->peer) || peer_of(b, a, &b->peer)) {
+		side_close(a);
+		side_close(b);
+		return -1;
+	}
+	return 1;
+}
+
 /* Sends what s still has to send, as far as the carrier takes it. */
 static int pump(struct side *s)
 {
@@ -317,15 +338,9 @@ KT_TEST(send_from_deliver)
 	char why[128];
 	int rc;
 
-	if (in_netns_mode())
-		KT_SKIP("in-process tests do not run under tests/netns/run.sh");
-	loopback_env();
-	if ((rc = side_open(&a, 0, why, sizeof(why))) == 0)
+	if ((rc = pair_open(&a, &b, why, sizeof(why))) == 0)
 		KT_SKIP("%s", why);
-	KT_CHECK(rc == 1);
-	KT_CHECK_EQ(side_open(&b, 1, why, sizeof(why)), 1);
-	KT_OK(peer_of(&a, &b, &a.peer));
-	KT_OK(peer_of(&b, &a, &b.peer));
+	KT_CHECK_EQ(rc, 1);
 	/* b echoes every message from its deliver callback.  Messages say
 	 * "dir 0" (a.dir); the echoes come back as they are, so the side that
 	 * checks them at a expects dir 0 too (its own dir 1, flipped). */
@@ -399,15 +414,9 @@ KT_TEST(bundles)
 	char why[128];
 	int rc;
 
-	if (in_netns_mode())
-		KT_SKIP("in-process tests do not run under tests/netns/run.sh");
-	loopback_env();
-	if ((rc = side_open(&a, 0, why, sizeof(why))) == 0)
+	if ((rc = pair_open(&a, &b, why, sizeof(why))) == 0)
 		KT_SKIP("%s", why);
-	KT_CHECK(rc == 1);
-	KT_CHECK_EQ(side_open(&b, 1, why, sizeof(why)), 1);
-	KT_OK(peer_of(&a, &b, &a.peer));
-	KT_OK(peer_of(&b, &a, &b.peer));
+	KT_CHECK_EQ(rc, 1);
 	KT_OK(exchange(&a, &b, 4)); /* connected */
 	memcpy(r.len, sizes, sizeof(sizes));
 
@@ -569,15 +578,9 @@ KT_TEST(send_while_progressing)
 	pthread_t t;
 	int rc;
 
-	if (in_netns_mode())
-		KT_SKIP("in-process tests do not run under tests/netns/run.sh");
-	loopback_env();
-	if ((rc = side_open(&a, 0, why, sizeof(why))) == 0)
+	if ((rc = pair_open(&a, &b, why, sizeof(why))) == 0)
 		KT_SKIP("%s", why);
-	KT_CHECK(rc == 1);
-	KT_CHECK_EQ(side_open(&b, 1, why, sizeof(why)), 1);
-	KT_OK(peer_of(&a, &b, &a.peer));
-	KT_OK(peer_of(&b, &a, &b.peer));
+	KT_CHECK_EQ(rc, 1);
 	/* one thread sends on a while this one drives a's and b's progress */
 	a.nmsgs = 1000;
 	KT_OK(pthread_create(&t, NULL, sender_thread, &a));

@@ -6,10 +6,11 @@
  *
  * Sends are copied into registered bounce buffers (a pool; -EAGAIN when it
  * is empty), small ones bundled per peer (ofi_tx.c); receives land in a
- * pool of pre-posted buffers that is reposted after delivery.  Delivery completion is the protocol's
- * business: the target answers once it placed the data.  A send that completes in error marks its peer gone.
- * Nothing here blocks; one mutex serialises the carrier, and it is not held while a message is delivered, so
- * the deliver callback may send.
+ * pool of pre-posted buffers that is reposted after delivery.  Delivery
+ * completion is the protocol's business: the target answers once it
+ * placed the data.  A send that completes in error marks its peer gone.
+ * Nothing here blocks; one mutex serialises the carrier, and it is not
+ * held while a message is delivered, so the deliver callback may send.
  *
  * Built without libfabric, the carrier exists but open() fails (-ENOSYS).
  */
