@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base.h"
 #include "brlock.h"
 #include "kinet/device/types.h"
 #include "kinet/kinet.h"
@@ -35,7 +36,10 @@ struct kinet_ctx {
 	uint32_t mr_count;
 	uint32_t key_salt;
 
-	pthread_mutex_t obj_lock; /* QP/CQ lists */
+	/* QP/CQ lists; on a line of its own: a host poller takes it for
+	 * every CQE it decodes, and the table fields above are read by the
+	 * engine for every WQE (kinet_ctx_open aligns) */
+	_Alignas(KINET_CACHE_LINE) pthread_mutex_t obj_lock;
 	struct kinet_qp *qps;
 	struct kinet_cq *cqs;
 	uint32_t next_qpn;

@@ -14,6 +14,7 @@
 #include "kinet/kinet.h"
 #include "kinet/wire.h"
 
+#include "base.h"
 #include "mr.h"
 
 struct kinet_ctx;
@@ -48,8 +49,11 @@ struct kinet_qp {
 	uint8_t *uar;		  /* one page, the doorbell/BF register at uar_db_offset */
 	uint32_t uar_db_offset;	  /* KINET_UAR_DB_OFFSET unless the provider says */
 
-	/* host posting (post.c), under post_lock */
-	pthread_mutex_t post_lock;
+	/* host posting (post.c), under post_lock, on lines of their own: the
+	 * engine reads the doorbell pointers above on every pass, and a lock
+	 * beside them made each post take their line from the engine's core
+	 * (kinet_qp_create aligns). */
+	_Alignas(KINET_CACHE_LINE) pthread_mutex_t post_lock;
 	uint64_t sq_pi;	     /* BBs posted */
 	uint64_t sq_ci_host; /* BBs known complete from polled CQEs */
 	uint64_t sq_sig_end; /* BB after the last signaled WQE posted */
@@ -61,7 +65,7 @@ struct kinet_qp {
 	bool exported;
 
 	/* peer */
-	struct kinet_qp_info remote;
+	_Alignas(KINET_CACHE_LINE) struct kinet_qp_info remote;
 
 	/* References of those that reach the QP without owning it: a local
 	 * requester's batch (the QP as its target), responder completions

@@ -29,22 +29,27 @@ struct kinet_soft_ctx {
 
 struct kinet_soft_qp {
 	struct kinet_qp qp;
-	/* the path to the peer */
+	/* the path to the peer, and the engine thread that runs the QP (host
+	 * posters read it: kinet_engine_send_rung) */
 	const struct kinet_transport_ops *transport;
 	void *transport_priv;
-
-	/* engine, owned by the thread that runs this QP */
 	struct kinet_engine_thread *owner;
-	uint64_t sq_ci;	       /* next BB to execute */
-	uint64_t sq_seen_pi;   /* producer index seen from the doorbell */
-	uint64_t db_bad;       /* doorbells that could not be right (doorbell.c) */
-	uint64_t db_bad_value; /* the last of them */
-	uint64_t rq_ci;	       /* receive WQEs consumed, under rq_lock */
-	pthread_mutex_t rq_lock;
-	uint64_t retry_start_ns; /* head WQE waiting (RNR), 0 if not */
+
+	/* engine, owned by the thread that runs this QP, written on every WQE:
+	 * on lines of their own, so posters reading `owner` do not take them
+	 * from the engine's core (nor receive posters, below) */
+	_Alignas(KINET_CACHE_LINE) uint64_t sq_ci; /* next BB to execute */
+	uint64_t sq_seen_pi;			   /* producer index seen from the doorbell */
+	uint64_t db_bad;			   /* doorbells that could not be right (doorbell.c) */
+	uint64_t db_bad_value;			   /* the last of them */
+	uint64_t retry_start_ns;		   /* head WQE waiting (RNR), 0 if not */
 	struct kinet_pending *pending_head, *pending_tail;
 	uint32_t npending;
 	uint64_t bf_mismatch; /* BlueFlame copies that differed from the ring */
+
+	/* receive WQEs: consumed by the engine, posted by the host */
+	_Alignas(KINET_CACHE_LINE) pthread_mutex_t rq_lock;
+	uint64_t rq_ci; /* receive WQEs consumed, under rq_lock */
 };
 
 struct kinet_soft_mr {
