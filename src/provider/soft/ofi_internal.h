@@ -91,6 +91,7 @@ struct kinet_carrier_peer {
 	uint64_t alive_ns;   /* last send completed to it or message from it */
 	uint64_t eagain_ns;  /* last fi_send to it that said -FI_EAGAIN */
 	uint64_t tracked_ns; /* last send to it with a completion (not injected) */
+	bool tx_blocked;     /* the last post to it said -FI_EAGAIN */
 	uint64_t busy_since;
 	/* send side */
 	uint64_t tx_seq;

@@ -89,6 +89,7 @@ static int post(struct kinet_carrier *c, struct kinet_carrier_peer *p, struct of
 	memcpy(op->buf + offsetof(struct ofi_hdr, len), &payload, sizeof(payload));
 	rc = inject ? fi_inject(c->ep, op->buf, len, p->fi_addr)
 		    : fi_send(c->ep, op->buf, len, c->txp.desc, p->fi_addr, &op->fictx);
+	p->tx_blocked = rc == -FI_EAGAIN;
 	if (rc == 0) {
 		p->tx_seq++;
 		if (inject) {
@@ -177,7 +178,7 @@ int ofi_send(struct kinet_carrier *c, struct kinet_carrier_peer *p, const struct
 	pthread_mutex_lock(&c->lock);
 	if (p->status)
 		rc = p->status;
-	else if (c->bundle_max && total * OFI_BUNDLE_ITEMS_MIN <= c->bundle_max)
+	else if (c->bundle_max && total * OFI_BUNDLE_ITEMS_MIN <= c->bundle_max && p->tx_seq && !p->tx_blocked)
 		rc = bundle_add(c, p, iov, iovcnt, (uint32_t)total);
 	else
 		rc = send_alone(c, p, iov, iovcnt);
