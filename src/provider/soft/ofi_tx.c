@@ -14,7 +14,11 @@
  * receiver a completion.  A message that does not go in a bundle (too
  * large) first posts the open one, so the order per peer is kept; a
  * bundle the provider refuses (-FI_EAGAIN) stays open and is posted by the
- * next flush.
+ * next flush.  A peer not yet sent to, or whose last post was refused,
+ * gets its messages alone until one goes through: a message appended to a
+ * bundle is accepted, so its operation's timeout runs, where a refused
+ * send is retried by the engine and timed from when it goes out (the
+ * first messages to a peer meet the provider's connection set-up).
  */
 #ifdef KINET_HAVE_OFI
 
