@@ -182,7 +182,8 @@ int ofi_send(struct kinet_carrier *c, struct kinet_carrier_peer *p, const struct
 	pthread_mutex_lock(&c->lock);
 	if (p->status)
 		rc = p->status;
-	else if (c->bundle_max && total * OFI_BUNDLE_ITEMS_MIN <= c->bundle_max && p->tx_seq && !p->tx_blocked)
+	else if (c->bundle_max && total * OFI_BUNDLE_ITEMS_MIN <= c->bundle_max && p->tx_seq &&
+		 !p->tx_blocked)
 		rc = bundle_add(c, p, iov, iovcnt, (uint32_t)total);
 	else
 		rc = send_alone(c, p, iov, iovcnt);
