@@ -7,7 +7,8 @@
  * messages of many sizes in both directions, in order, contents checked;
  * send back-pressure (-EAGAIN) is handled; a send from the deliver callback
  * works; small messages wait in a bundle until a flush and keep their
- * order with large ones; a peer whose endpoint closed is reported gone
+ * order with large ones, and the bundle format rejects what is not whole
+ * records; a peer whose endpoint closed is reported gone
  * within a bounded time.
  *
  * Across processes (tests/netns/run.sh sets KINET_RANK, KINET_NRANKS=2,
@@ -26,6 +27,7 @@
 
 #include "carrier.h"
 #include "fixture.h"
+#include "ofi_bundle.h"
 
 #define NMSGS 2000
 #define DEADLINE_MS 60000
@@ -403,6 +405,50 @@ static int send_sized(struct side *s, uint32_t id, size_t len)
 	return kinet_carrier_ofi.send(s->c, s->peer, &iov, 1);
 }
 
+/* The bundle format on its own (no libfabric): whole records walk in
+ * order; a cut length, a record past the end or bytes after the last
+ * record make a bundle malformed (the receiver drops it), without reading
+ * past the payload. */
+static size_t put_record(uint8_t *b, size_t off, const char *s)
+{
+	uint32_t n = (uint32_t)strlen(s);
+
+	memcpy(b + off, &n, sizeof(n));
+	memcpy(b + off + sizeof(n), s, n);
+	return off + sizeof(n) + n;
+}
+
+KT_TEST(bundle_format)
+{
+	static const char *const recs[] = {"first", "", "third record"};
+	uint8_t b[64];
+	size_t len = 0, off = 0;
+	const uint8_t *rec;
+	uint32_t n;
+
+	for (int i = 0; i < 3; i++)
+		len = put_record(b, len, recs[i]);
+	KT_CHECK(ofi_bundle_valid(b, len));
+	KT_CHECK(ofi_bundle_valid(b, 0)); /* no records */
+	for (int i = 0; i < 3; i++) {
+		KT_CHECK(ofi_bundle_next(b, len, &off, &rec, &n));
+		KT_CHECK_EQ(n, (uint32_t)strlen(recs[i]));
+		KT_CHECK(memcmp(rec, recs[i], n) == 0);
+	}
+	KT_CHECK(!ofi_bundle_next(b, len, &off, &rec, &n));
+	KT_CHECK_EQ(off, len);
+
+	KT_CHECK(!ofi_bundle_valid(b, len - 1)); /* the last record cut */
+	KT_CHECK(!ofi_bundle_valid(b, len + 2)); /* two bytes after it */
+	KT_CHECK(!ofi_bundle_valid(b, 3));	 /* a cut length */
+	uint32_t huge = 0xffffffffu;
+	memcpy(b + len, &huge, sizeof(huge)); /* a length past the end, no overflow */
+	KT_CHECK(!ofi_bundle_valid(b, len + sizeof(huge) + 8));
+	off = len;
+	KT_CHECK(!ofi_bundle_next(b, len + sizeof(huge) + 8, &off, &rec, &n));
+	KT_CHECK_EQ(off, len);
+}
+
 /* Small messages wait in the peer's bundle until a flush (or progress)
  * posts it; a message too large for one posts the open bundle first, so
  * the order holds. */
@@ -716,4 +762,4 @@ KT_TEST(two_ranks)
 }
 
 KT_MAIN(both_directions_in_order, back_pressure, send_from_deliver, registered_buffers,
-	send_while_progressing, bundles, peer_gone, two_ranks)
+	send_while_progressing, bundle_format, bundles, peer_gone, two_ranks)

@@ -23,6 +23,7 @@
 
 #ifdef KINET_HAVE_OFI
 
+#include "ofi_bundle.h"
 #include "ofi_internal.h"
 
 /* Deliveries per progress call, so one engine pass stays short. */
@@ -263,16 +264,16 @@ static int ofi_peer_get(struct kinet_carrier *c, const void *addr, size_t len,
 static void deliver_msg(struct kinet_carrier *c, const struct ofi_msg *m, kinet_carrier_deliver_fn deliver,
 			void *arg)
 {
+	const uint8_t *rec;
 	uint32_t n;
+	size_t off = 0;
 
 	if (!(m->flags & OFI_FLAG_BUNDLE)) {
 		deliver(c, m->peer, m->data, m->len, arg);
 		return;
 	}
-	for (size_t off = 0; off < m->len; off += sizeof(n) + n) {
-		memcpy(&n, m->data + off, sizeof(n));
-		deliver(c, m->peer, m->data + off + sizeof(n), n, arg);
-	}
+	while (ofi_bundle_next(m->data, m->len, &off, &rec, &n))
+		deliver(c, m->peer, rec, n, arg);
 }
 
 static int ofi_progress(struct kinet_carrier *c, kinet_carrier_deliver_fn deliver, void *arg)

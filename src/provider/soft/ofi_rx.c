@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ofi_bundle.h"
 #include "ofi_internal.h"
 
 #define OFI_CQ_BATCH 16
@@ -145,26 +146,13 @@ static void ofi_adopt_orphans(struct kinet_carrier *c, struct kinet_carrier_peer
 	}
 }
 
-/* A message with no flag but OFI_FLAG_BUNDLE, whose records (if it is a
- * bundle) end where it ends: what deliver_msg (ofi.c) walks. */
+/* A message with no flag but OFI_FLAG_BUNDLE, and if it is a bundle,
+ * whole records (what deliver_msg in ofi.c walks). */
 static bool records_whole(const struct ofi_msg *m)
 {
-	uint32_t n;
-	size_t off = 0;
-
 	if (m->flags & ~OFI_FLAG_BUNDLE)
 		return false;
-	if (!(m->flags & OFI_FLAG_BUNDLE))
-		return true;
-	while (off < m->len) {
-		if (m->len - off < sizeof(n))
-			return false;
-		memcpy(&n, m->data + off, sizeof(n));
-		if (n > m->len - off - sizeof(n))
-			return false;
-		off += sizeof(n) + n;
-	}
-	return true;
+	return !(m->flags & OFI_FLAG_BUNDLE) || ofi_bundle_valid(m->data, m->len);
 }
 
 static void ofi_on_recv(struct kinet_carrier *c, struct ofi_op *op, size_t cq_len)

@@ -5,7 +5,8 @@
  * with fi_send.
  *
  * Bundles: small messages to one peer travel together.  send() appends
- * them, each as a 32-bit length and its bytes, to the peer's open bundle,
+ * them, each as a 32-bit length and its bytes (ofi_bundle.h), to the
+ * peer's open bundle,
  * one fabric message whose header says OFI_FLAG_BUNDLE, and flush() posts
  * the bundles; every engine thread calls it at the end of its pass, and
  * progress() at its start.  A pass that runs 64 writes to one peer then
