@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "kinet/device/types.h"
 #include "kinet/kinet.h"
@@ -18,8 +20,20 @@
 
 #include "log.h"
 
-/* Fields written by different threads go on lines of their own. */
+/* Fields written by different threads go on lines of their own
+ * (_Alignas(KINET_CACHE_LINE)); objects holding such fields come from
+ * kinet_alloc_lines: zeroed, aligned, whole lines.  Freed with free(). */
 #define KINET_CACHE_LINE 64
+
+static inline void *kinet_alloc_lines(size_t size)
+{
+	void *p;
+
+	size = (size + KINET_CACHE_LINE - 1) & ~(size_t)(KINET_CACHE_LINE - 1);
+	if ((p = aligned_alloc(KINET_CACHE_LINE, size)))
+		memset(p, 0, size);
+	return p;
+}
 
 struct kinet_ctx;
 struct kinet_qp;

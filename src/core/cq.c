@@ -51,14 +51,10 @@ int kinet_cq_create(struct kinet_ctx *ctx, const struct kinet_cq_attr *attr, str
 	if (attr->flags & ~(uint32_t)KINET_CQ_IGNORE_OVERRUN)
 		return KINET_EINVAL("attr->flags", "unknown flags");
 
-	/* Aligned: the writers' and the poller's fields have lines of their
-	 * own (cq.h). */
-	size_t size = ctx->ops->cq_size ? ctx->ops->cq_size : sizeof(*cq);
-	size = (size + KINET_CACHE_LINE - 1) & ~(size_t)(KINET_CACHE_LINE - 1);
-	cq = aligned_alloc(KINET_CACHE_LINE, size);
+	/* The writers' and the poller's fields have lines of their own (cq.h). */
+	cq = kinet_alloc_lines(ctx->ops->cq_size ? ctx->ops->cq_size : sizeof(*cq));
 	if (!cq)
 		return -ENOMEM;
-	memset(cq, 0, size);
 	cq->ctx = ctx;
 	cq->flags = attr->flags;
 	cq->log_depth = log2_ceil(attr->depth < CQ_MIN_DEPTH ? CQ_MIN_DEPTH : attr->depth);

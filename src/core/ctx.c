@@ -176,13 +176,11 @@ int kinet_ctx_open(const struct kinet_ctx_attr *attr, struct kinet_ctx **out)
 	if (ret)
 		return ret;
 
-	/* Aligned: the registration lock's shards and obj_lock have lines of
-	 * their own (ctx.h, brlock.h). */
-	size_t size = (ops->ctx_size + KINET_CACHE_LINE - 1) & ~(size_t)(KINET_CACHE_LINE - 1);
-	ctx = aligned_alloc(KINET_CACHE_LINE, size);
+	/* The registration lock's shards and obj_lock have lines of their own
+	 * (ctx.h, brlock.h). */
+	ctx = kinet_alloc_lines(ops->ctx_size);
 	if (!ctx)
 		return -ENOMEM;
-	memset(ctx, 0, size);
 	ctx->provider_name = provider_name;
 	ctx->ops = ops;
 	ctx->attr = *attr;

@@ -144,11 +144,9 @@ int kinet_qp_create(struct kinet_ctx *ctx, const struct kinet_qp_attr *attr, str
 	if (ret)
 		return ret;
 
-	size_t size = (ctx->ops->qp_size + KINET_CACHE_LINE - 1) & ~(size_t)(KINET_CACHE_LINE - 1);
-	qp = aligned_alloc(KINET_CACHE_LINE, size); /* qp.h: the posting lines */
+	qp = kinet_alloc_lines(ctx->ops->qp_size); /* qp.h: the posting lines */
 	if (!qp)
 		return -ENOMEM;
-	memset(qp, 0, size);
 	qp->ctx = ctx;
 	qp->attr = *attr;
 	qp->db_mode = attr->db_mode == KINET_DB_AUTO ? ctx->ops->db_auto : attr->db_mode;
