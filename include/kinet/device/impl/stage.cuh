@@ -45,10 +45,16 @@ KINET_DEV_FN int kinet_devi_stage_wanted(const struct kinet_dev_qp *qp, uint8_t 
  * blocks no longer fitted an SM); 4 keeps it at 110. */
 #define KINET_DEVI_STAGE_BATCH 4
 
+/* The staging slot of BB idx: the engine reads it back at the same index. */
+KINET_DEV_FN uint8_t *kinet_devi_stage_slot(const struct kinet_dev_qp *qp, uint64_t idx)
+{
+	return qp->stage + (size_t)(idx & qp->sq_mask) * qp->stage_bytes;
+}
+
 KINET_DEV_FN void kinet_devi_stage_copy(const struct kinet_dev_qp *qp, uint64_t idx, uint64_t laddr,
 					uint32_t size)
 {
-	uint8_t *dst = qp->stage + (size_t)(idx & qp->sq_mask) * qp->stage_bytes;
+	uint8_t *dst = kinet_devi_stage_slot(qp, idx);
 #if defined(KINET_HOST_EMU)
 	memcpy(dst, (const void *)(uintptr_t)laddr, size);
 #else
@@ -87,7 +93,7 @@ KINET_DEV_FN void kinet_devi_stage_copy_group(int g, const struct kinet_dev_qp *
 		kinet_devi_stage_copy(qp, idx, laddr, size);
 		return;
 	}
-	uint8_t *dst = qp->stage + (size_t)(idx & qp->sq_mask) * qp->stage_bytes;
+	uint8_t *dst = kinet_devi_stage_slot(qp, idx);
 	uint32_t whole = (laddr & 15) == 0 ? size & ~15u : 0;
 	for (uint32_t i = rank * 16; i < whole; i += gsize * 16)
 		*(uint4 *)(dst + i) = __ldcg((const uint4 *)(laddr + i));
