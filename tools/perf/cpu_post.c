@@ -214,6 +214,7 @@ static int run_window(struct cpu_bw *b, long n)
 	long posted = 0, done = 0; /* operations */
 	int pending_wqes = 0;
 	uint64_t idle_since = 0;
+	bool spin = waiter_spins(e);
 	struct cpu_wr w;
 	while (done < n) {
 		while (posted < n && posted - done < b->window) {
@@ -235,7 +236,9 @@ static int run_window(struct cpu_bw *b, long n)
 			uint64_t now = perf_now_ns();
 			if (!idle_since)
 				idle_since = now;
-			else if (now - idle_since > PERF_WAIT_NS) {
+			else if (!spin && now - idle_since > PERF_YIELD_NS)
+				sched_yield(); /* as wait_n: the engine may need this core */
+			if (now - idle_since > PERF_WAIT_NS) {
 				snprintf(b->err, sizeof(b->err), "timed out waiting for completions");
 				return -ETIMEDOUT;
 			}
