@@ -48,16 +48,18 @@ esac
 
 echo "# bench/ofi_compare.sh $mode, $iters iterations, $(nproc) cores, commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)"
 set -o pipefail
-two "$fip" -s 8 -n "$iters" --msgs $((iters * 20)) | tee "$out/fi" || exit 1
-two "$perf" write --lat -s 8 -n "$iters" --initiator both | tee "$out/lat" || exit 1
-two "$perf" write --rate -s 8 -n $((iters * 4)) --initiator both --no-floors | tee "$out/rate" || exit 1
+# A step that fails ends the run with its status (77: tcp skipped, where
+# tests/netns/run.sh printed why).
+two "$fip" -s 8 -n "$iters" --msgs $((iters * 20)) | tee "$out/fi" || exit $?
+two "$perf" write --lat -s 8 -n "$iters" --initiator both | tee "$out/lat" || exit $?
+two "$perf" write --rate -s 8 -n $((iters * 4)) --initiator both --no-floors | tee "$out/rate" || exit $?
 # The GPU posts into one QP at ~0.5 M/s on its own (32 threads sharing it,
 # a system fence each): 16 QPs, so the remote path is what is measured.
 # Host emulation runs at most 256 device threads: 16 per QP there.
 posters=32
 grep -q "HOST EMULATION" "$out/lat" && posters=16
 two "$perf" write --rate -s 8 -t $posters -b 16 -q 16 -n "$iters" --initiator gpu --no-floors |
-	tee "$out/rate16" || exit 1
+	tee "$out/rate16" || exit $?
 
 # Table rows of rank 0 (kinetrun prefixes "[0] ", run.sh "[rank 0] ").
 row() { sed -e 's/^\[[a-z ]*0\] //' "$out/$1" | awk -v m="$2" -v i="$3" '$1 == "write" && $2 == m && $3 == i'; }

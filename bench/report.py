@@ -236,6 +236,43 @@ def targets(rs):
     return res
 
 
+def remote_targets(outdir):
+    """Rows for the remote path from bench/ofi_compare.sh's summaries
+    (run.sh section 8: ofi-shm.txt, ofi-tcp.txt)."""
+    res = []
+    for prov, name in (("shm", "shm"), ("tcp", "tcp;ofi_rxm in two netns")):
+        path = os.path.join(outdir, f"ofi-{prov}.txt")
+        if not os.path.exists(path):
+            continue
+        vals, skip = {}, None
+        with open(path) as f:
+            for line in f:
+                m = re.match(r"(lat|rate) 8 B (?:us|M/s) \(([A-Za-z0-9, -]+)\)\s+([0-9.]+)\s+([0-9.]+)\s", line)
+                if m:
+                    vals[(m.group(1), m.group(2))] = (float(m.group(3)), float(m.group(4)))
+                elif re.search(r"\bSKIP: ", line):
+                    skip = line.split("SKIP: ", 1)[1].strip()
+        lat_c, lat_g = vals.get(("lat", "cpu-initiated")), vals.get(("lat", "gpu-initiated"))
+        if lat_c:
+            ratio = lat_c[0] / lat_c[1]
+            also = f"; GPU-initiated {lat_g[0]:.2f} us (adds the GPU<->CPU round trip)" if lat_g else ""
+            res.append((f"remote path over {name}: 8 B write latency <= 1.3x libfabric's round trip",
+                        f"CPU-initiated {lat_c[0]:.2f} us vs {lat_c[1]:.2f} us = {ratio:.2f}x{also}",
+                        "MET" if ratio <= 1.3 else "NOT MET"))
+        else:
+            res.append((f"remote path over {name}", f"skipped: {skip}" if skip else "no result (log.txt)",
+                        "n/a"))
+        rate_c, rate_g = vals.get(("rate", "cpu-initiated")), vals.get(("rate", "gpu, 16 QPs"))
+        if rate_c:
+            pct = 100 * rate_c[0] / rate_c[1]
+            also = (f"; GPU-initiated, 16 QPs: {rate_g[0]:.2f} M/s = {100 * rate_g[0] / rate_g[1]:.0f}%"
+                    if rate_g else "")
+            res.append((f"remote path over {name}: 8 B write rate >= 80% of libfabric's",
+                        f"CPU-initiated {rate_c[0]:.2f} vs {rate_c[1]:.2f} M/s = {pct:.0f}%{also}",
+                        "MET" if pct >= 80 else "NOT MET"))
+    return res
+
+
 # ---------------------------------------------------------------- plots
 
 
@@ -422,7 +459,7 @@ def main(argv):
     ]))
 
     w("## Targets\n")
-    tg = targets(rs)
+    tg = targets(rs) + remote_targets(outdir)
     w(table(["target", "measured (same run)", "verdict"], tg))
     print("target vs measured:")
     for t, meas, v in tg:

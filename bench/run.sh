@@ -186,6 +186,33 @@ if [ "$two_gpus" = 1 ]; then
 	LAUNCH=()
 fi
 
+# 8. The remote path beside libfabric's own (bench/ofi_compare.sh: 8-byte
+#    writes between two ranks over the ofi carrier against libfabric's
+#    pingpong and windowed rate on the same provider, in one run), with a
+#    build that has libfabric: shm between two processes, and tcp;ofi_rxm
+#    between two network namespaces where this is root with ip(8) (else
+#    the script says why it skipped).  Its summary goes to ofi-PROVIDER.txt.
+FIP="$(dirname "$PERF")/../bench/kinet-fi-pingpong"
+if [ -x "$FIP" ]; then
+	for prov in shm tcp; do
+		what="BUILD=$(cd "$(dirname "$PERF")/.." && pwd) bench/ofi_compare.sh $prov 10000"
+		echo "$what" >>"$CMDS"
+		if [ $(($(date +%s) - START)) -ge "$BUDGET" ]; then
+			echo "SKIPPED (budget of ${BUDGET}s spent): $what" | tee -a "$LOG" >&2
+			SKIPPED=$((SKIPPED + 1))
+			continue
+		fi
+		echo "[$(($(date +%s) - START)) s] $what" >&2
+		BUILD="$(dirname "$PERF")/.." timeout --kill-after=10 $((CMD_TIMEOUT * 3)) \
+			"$ROOT/bench/ofi_compare.sh" "$prov" 10000 >"$OUT/ofi-$prov.txt" 2>>"$LOG"
+		rc=$?
+		if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
+			echo "FAILED (exit $rc): $what" | tee -a "$LOG" >&2
+			FAILED=$((FAILED + 1))
+		fi
+	done
+fi
+
 # Machine description.
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
