@@ -1,7 +1,8 @@
 /*
  * kinet_ctx_engine_stats: QPs spread over the engine threads, every WQE
  * counted once by the thread that ran it, busy time only while there was
- * work, and bad arguments refused.
+ * work, and bad arguments refused; QPs of a remote transport on thread 0,
+ * the remote pass's.
  */
 #include "fixture.h"
 
@@ -85,4 +86,61 @@ KT_TEST(counts_and_sharding)
 	KT_OK(kinet_ctx_close(ctx));
 }
 
-KT_MAIN(counts_and_sharding)
+/* Connected over the node transport (forced between two contexts of this
+ * process), every QP joins thread 0 and its writes run there. */
+KT_TEST(remote_qps_join_thread_0)
+{
+	enum { NT = 4 };
+	struct kinet_ctx *ini, *tgt;
+	struct kt_pair pairs[NPAIRS];
+	struct kt_pair_opts po;
+	struct kt_buf src, dst;
+	struct kinet_engine_stats a[NT], b[NT];
+	struct kinet_wc wc[NWRITES];
+
+	setenv("KINET_TRANSPORT", "node", 1);
+	KT_OK(kt_ctx_open(NT, &ini));
+	KT_OK(kt_ctx_open(NT, &tgt));
+	kt_pair_opts_init(&po);
+	po.sq_depth = NWRITES;
+	po.cq_depth = NWRITES * 2;
+	for (int i = 0; i < NPAIRS; i++)
+		KT_OK(kt_pair_create(&pairs[i], ini, tgt, &po));
+	KT_OK(kt_buf_alloc(ini, &src, 4096, KT_ACC_ALL, 3));
+	KT_OK(kt_buf_alloc(tgt, &dst, 4096, KT_ACC_ALL, 0));
+	snapshot(ini, NT, a);
+	KT_CHECK_EQ(a[0].qps, NPAIRS);
+	for (int i = 1; i < NT; i++)
+		KT_CHECK_EQ(a[i].qps, 0u);
+	snapshot(tgt, NT, b);
+	KT_CHECK_EQ(b[0].qps, NPAIRS);
+
+	for (int i = 0; i < NPAIRS; i++) {
+		for (int k = 0; k < NWRITES; k++) {
+			struct kinet_sge sg = kt_sge(&src, (size_t)k * 8, 8);
+			struct kinet_send_wr wr = kt_wr((uint64_t)k, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED,
+							&sg, 1, kt_addr(&dst, (size_t)k * 8), kt_rkey(&dst));
+			KT_OK(kt_post(pairs[i].qp[0], &wr));
+		}
+		KT_CHECK_EQ(kt_poll_n(pairs[i].cq[0], NWRITES, wc, KT_DEADLINE_MS), NWRITES);
+		for (int k = 0; k < NWRITES; k++)
+			KT_CHECK_EQ(wc[k].status, 0);
+	}
+	KT_CHECK(kt_mem_is(dst.p, 3, NWRITES * 8));
+	snapshot(ini, NT, b);
+	KT_CHECK_EQ(b[0].wqes - a[0].wqes, (uint64_t)NPAIRS * NWRITES);
+	for (int i = 1; i < NT; i++)
+		KT_CHECK_EQ(b[i].wqes, a[i].wqes);
+
+	for (int i = 0; i < NPAIRS; i++)
+		kt_pair_destroy(&pairs[i]);
+	snapshot(ini, NT, b);
+	KT_CHECK_EQ(b[0].qps, 0u);
+	kt_buf_free(&src);
+	kt_buf_free(&dst);
+	KT_OK(kinet_ctx_close(ini));
+	KT_OK(kinet_ctx_close(tgt));
+	unsetenv("KINET_TRANSPORT");
+}
+
+KT_MAIN(counts_and_sharding, remote_qps_join_thread_0)

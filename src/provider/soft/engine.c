@@ -252,6 +252,32 @@ void kinet_engine_stop(struct kinet_ctx *ctx)
 	kinet_sctx(ctx)->engine = NULL;
 }
 
+/* Room for one more QP in t's set; t->lock held.  0 or -ENOMEM. */
+static int thread_reserve(struct kinet_engine_thread *t)
+{
+	if (t->nqps < t->cap)
+		return 0;
+	int cap = t->cap ? t->cap * 2 : 16;
+	struct kinet_qp **qps = realloc(t->qps, (size_t)cap * sizeof(*qps));
+
+	if (!qps)
+		return -ENOMEM;
+	t->qps = qps;
+	t->cap = cap;
+	return 0;
+}
+
+/* Takes qp out of t's set; t->lock held. */
+static void thread_drop(struct kinet_engine_thread *t, struct kinet_qp *qp)
+{
+	for (int i = 0; i < t->nqps; i++) {
+		if (t->qps[i] == qp) {
+			t->qps[i] = t->qps[--t->nqps];
+			break;
+		}
+	}
+}
+
 void kinet_engine_add_qp(struct kinet_ctx *ctx, struct kinet_qp *qp)
 {
 	struct kinet_engine *e = kinet_sctx(ctx)->engine;
@@ -259,24 +285,47 @@ void kinet_engine_add_qp(struct kinet_ctx *ctx, struct kinet_qp *qp)
 	struct kinet_engine_thread *t = &e->threads[idx];
 
 	pthread_mutex_lock(&t->lock);
-	if (t->nqps == t->cap) {
-		int cap = t->cap ? t->cap * 2 : 16;
-		struct kinet_qp **qps = realloc(t->qps, (size_t)cap * sizeof(*qps));
-
-		if (!qps) {
-			/* Cannot happen in practice; the QP would never run, so
-			 * say so loudly rather than hang its users. */
-			pthread_mutex_unlock(&t->lock);
-			KINET_ERR("engine: out of memory adding QP %u", qp->qpn);
-			kinet_qp_to_error(qp, "engine out of memory");
-			return;
-		}
-		t->qps = qps;
-		t->cap = cap;
+	if (thread_reserve(t)) {
+		/* Cannot happen in practice; the QP would never run, so say so
+		 * loudly rather than hang its users. */
+		pthread_mutex_unlock(&t->lock);
+		KINET_ERR("engine: out of memory adding QP %u", qp->qpn);
+		kinet_qp_to_error(qp, "engine out of memory");
+		return;
 	}
 	t->qps[t->nqps++] = qp;
 	kinet_sqp(qp)->owner = t;
 	pthread_mutex_unlock(&t->lock);
+}
+
+/* Remote work serialises on the remote protocol's state and the carrier
+ * (one lock each, taken per operation): QPs of several engine threads
+ * contending for them made 8-byte writes over ofi shm 2.6-3x slower with
+ * two threads and 3.4-5x with four than with one.  Thread 0 runs the remote pass,
+ * so the QPs of remote transports join it (docs/ARCHITECTURE.md).  Called
+ * while the QP connects (not RTS: no doorbell of it is looked at); a QP
+ * with operations in flight (a reconnection) stays where their copies
+ * are. */
+void kinet_engine_move_to_remote_thread(struct kinet_qp *qp)
+{
+	struct kinet_engine_thread *from = kinet_sqp(qp)->owner, *to;
+
+	if (!from || from->index == 0)
+		return;
+	to = &from->engine->threads[0];
+	/* Lock order: a thread's lock before thread 0's, the only place two
+	 * are held. */
+	pthread_mutex_lock(&from->lock);
+	if (!kinet_sqp(qp)->npending) {
+		pthread_mutex_lock(&to->lock);
+		if (!thread_reserve(to)) {
+			thread_drop(from, qp);
+			to->qps[to->nqps++] = qp;
+			kinet_sqp(qp)->owner = to;
+		}
+		pthread_mutex_unlock(&to->lock);
+	}
+	pthread_mutex_unlock(&from->lock);
 }
 
 void kinet_engine_remove_qp(struct kinet_ctx *ctx, struct kinet_qp *qp)
@@ -288,12 +337,7 @@ void kinet_engine_remove_qp(struct kinet_ctx *ctx, struct kinet_qp *qp)
 		return;
 	/* Taking the lock waits for a pass in progress to end. */
 	pthread_mutex_lock(&t->lock);
-	for (int i = 0; i < t->nqps; i++) {
-		if (t->qps[i] == qp) {
-			t->qps[i] = t->qps[--t->nqps];
-			break;
-		}
-	}
+	thread_drop(t, qp);
 	kinet_engine_drain_qp(t, qp);
 	kinet_sqp(qp)->owner = NULL;
 	pthread_mutex_unlock(&t->lock);

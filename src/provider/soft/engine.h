@@ -76,6 +76,9 @@ void kinet_engine_stop(struct kinet_ctx *ctx);
  * finish, then completes or drops its in-flight work). */
 void kinet_engine_add_qp(struct kinet_ctx *ctx, struct kinet_qp *qp);
 void kinet_engine_remove_qp(struct kinet_ctx *ctx, struct kinet_qp *qp);
+/* A QP connecting over a remote transport moves to thread 0, the thread of
+ * the remote pass (engine.c says why). */
+void kinet_engine_move_to_remote_thread(struct kinet_qp *qp);
 /* Wakes the thread owning qp (a host post just rang). */
 void kinet_engine_kick(struct kinet_qp *qp);
 /* The host rang qp's send doorbell: wakes the owner only if it sleeps

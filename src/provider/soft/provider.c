@@ -29,6 +29,8 @@ static int soft_qp_connect(struct kinet_qp *qp, const struct kinet_qp_info *remo
 		kinet_sqp(qp)->transport = NULL;
 		return ret;
 	}
+	if (tr != &kinet_transport_local)
+		kinet_engine_move_to_remote_thread(qp);
 	*how = tr->name;
 	return 0;
 }
