@@ -432,14 +432,17 @@ int kinet_engine_progress_qp(struct kinet_engine_thread *t, struct kinet_qp *qp)
 	 * look-up of the target, for the whole batch rather than per WQE: they
 	 * are shared cache lines every engine thread would bounce. */
 	kinet_mr_table_rdlock(qp->ctx);
-	for (int n = 0; n < PASS_BUDGET && kinet_sqp(qp)->sq_ci < kinet_sqp(qp)->sq_seen_pi; n++) {
+	int executed = 0;
+	for (; executed < PASS_BUDGET && kinet_sqp(qp)->sq_ci < kinet_sqp(qp)->sq_seen_pi; executed++) {
 		if (atomic_load_explicit(&qp->state, memory_order_acquire) != KINET_QPS_RTS)
 			break;
 		if (!execute_one(t, qp))
 			break;
-		work++;
 	}
-	__atomic_store_n(&t->stats.wqes, t->stats.wqes + (uint64_t)work, __ATOMIC_RELAXED);
+	/* The WQEs executed, not the completions reaped above (each WQE
+	 * counts once, also when a transport completes it later). */
+	__atomic_store_n(&t->stats.wqes, t->stats.wqes + (uint64_t)executed, __ATOMIC_RELAXED);
+	work += executed;
 	kinet_pending_seal(t, qp);
 	if (kinet_sqp(qp)->transport->batch_end)
 		kinet_sqp(qp)->transport->batch_end(qp);
