@@ -137,30 +137,41 @@ static bool waiter_spins(struct perf_env *e)
 	return e->waiter_spins > 0;
 }
 
-/* Waits for n completions of QP q (bounded).  Polls, and where threads
- * outnumber the cores yields between polls after a while. */
+/* A poll that found nothing, *since the first of a run of them (0: this
+ * is the first): where threads outnumber the cores (!spin) yields after a
+ * while, as the engine thread may need this core; -ETIMEDOUT after
+ * PERF_WAIT_NS. */
+static int idle_poll(bool spin, uint64_t *since, char *err, size_t errlen)
+{
+	uint64_t now = perf_now_ns();
+
+	if (!*since) {
+		*since = now;
+		return 0;
+	}
+	if (!spin && now - *since > PERF_YIELD_NS)
+		sched_yield();
+	if (now - *since > PERF_WAIT_NS) {
+		snprintf(err, errlen, "timed out waiting for completions");
+		return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+/* Waits for n completions of QP q (bounded). */
 static int wait_n(struct perf_env *e, int q, int n, char *err, size_t errlen)
 {
-	uint64_t start = 0;
+	uint64_t since = 0;
 	bool spin = waiter_spins(e);
 	while (n > 0) {
 		int got = reap(e, q, n, err, errlen);
 		if (got < 0)
 			return got;
 		n -= got;
-		if (got) {
-			start = 0;
-		} else {
-			uint64_t now = perf_now_ns();
-			if (!start)
-				start = now;
-			else if (!spin && now - start > PERF_YIELD_NS)
-				sched_yield();
-			if (now - start > PERF_WAIT_NS) {
-				snprintf(err, errlen, "timed out waiting for completions");
-				return -ETIMEDOUT;
-			}
-		}
+		if (got)
+			since = 0;
+		else if ((got = idle_poll(spin, &since, err, errlen)))
+			return got;
 	}
 	return 0;
 }
@@ -230,19 +241,10 @@ static int run_window(struct cpu_bw *b, long n)
 		pending_wqes += got;
 		done += pending_wqes / wpo;
 		pending_wqes %= wpo;
-		if (got) {
+		if (got)
 			idle_since = 0;
-		} else {
-			uint64_t now = perf_now_ns();
-			if (!idle_since)
-				idle_since = now;
-			else if (!spin && now - idle_since > PERF_YIELD_NS)
-				sched_yield(); /* as wait_n: the engine may need this core */
-			if (now - idle_since > PERF_WAIT_NS) {
-				snprintf(b->err, sizeof(b->err), "timed out waiting for completions");
-				return -ETIMEDOUT;
-			}
-		}
+		else if ((got = idle_poll(spin, &idle_since, b->err, sizeof(b->err))))
+			return got;
 	}
 	return 0;
 }

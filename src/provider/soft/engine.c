@@ -301,11 +301,11 @@ void kinet_engine_add_qp(struct kinet_ctx *ctx, struct kinet_qp *qp)
 /* Remote work serialises on the remote protocol's state and the carrier
  * (one lock each, taken per operation): QPs of several engine threads
  * contending for them made 8-byte writes over ofi shm 2.6-3x slower with
- * two threads and 3.4-5x with four than with one.  Thread 0 runs the remote pass,
- * so the QPs of remote transports join it (docs/ARCHITECTURE.md).  Called
- * while the QP connects (not RTS: no doorbell of it is looked at); a QP
- * with operations in flight (a reconnection) stays where their copies
- * are. */
+ * two threads and 3.4-5x with four than with one.  Thread 0 runs the
+ * remote pass, so the QPs of remote transports join it
+ * (docs/ARCHITECTURE.md).  Called while the QP connects (not RTS: no
+ * doorbell of it is looked at); a QP with operations in flight (a
+ * reconnection) stays where their copies are. */
 void kinet_engine_move_to_remote_thread(struct kinet_qp *qp)
 {
 	struct kinet_engine_thread *from = kinet_sqp(qp)->owner, *to;
