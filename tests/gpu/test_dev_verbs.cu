@@ -152,40 +152,30 @@ __global__ void verbs_kernel(struct vargs a)
 
 static void run_verbs(enum kinet_db_mode mode, int src_gpu, int dst_gpu)
 {
-	struct kinet_ctx *ctx = g_ctx_open();
-	KT_CHECK(ctx != NULL);
-	struct g_pair p;
-	struct g_opts o;
-	struct g_buf src, dst;
-	int *err = NULL, herr[2] = {0, 0};
-	g_opts_init(&o);
-	o.db_mode = mode;
-	KT_OK(g_pair_create(ctx, &p, &o));
-	KT_OK(g_buf_alloc(ctx, &src, TOTAL, src_gpu));
-	KT_OK(g_buf_alloc(ctx, &dst, TOTAL, dst_gpu));
-	G_CUDA(cudaMalloc((void **)&err, sizeof(herr)));
-	G_CUDA(cudaMemset(err, 0, sizeof(herr)));
+	struct g_rig r;
+	int herr[2] = {0, 0};
+	KT_OK(g_rig_open(&r, mode, TOTAL, src_gpu, TOTAL, dst_gpu));
 
 	struct vargs a;
-	a.d = p.s[0].d;
-	a.t = p.s[1].d;
-	a.src = src.p;
-	a.dst = dst.p;
-	a.skey = src.key;
-	a.dkey = dst.key;
-	a.err = err;
+	a.d = r.p.s[0].d;
+	a.t = r.p.s[1].d;
+	a.src = r.src.p;
+	a.dst = r.dst.p;
+	a.skey = r.src.key;
+	a.dkey = r.dst.key;
+	a.err = r.err;
 	verbs_kernel<<<1, NT>>>(a);
 	G_CUDA(cudaGetLastError());
 	G_CUDA(cudaDeviceSynchronize());
-	G_CUDA(cudaMemcpy(herr, err, sizeof(herr), cudaMemcpyDeviceToHost));
+	G_CUDA(cudaMemcpy(herr, r.err, sizeof(herr), cudaMemcpyDeviceToHost));
 	if (herr[0])
 		fprintf(stderr, "kernel check %d failed (status %d)\n", herr[0], herr[1]);
 	KT_CHECK_EQ(herr[0], 0);
 
 	uint8_t *h = (uint8_t *)malloc(TOTAL), *hs = (uint8_t *)malloc(TOTAL);
 	KT_CHECK(h && hs);
-	KT_OK(g_copy_out(h, &dst, 0, TOTAL));
-	KT_OK(g_copy_out(hs, &src, 0, TOTAL));
+	KT_OK(g_copy_out(h, &r.dst, 0, TOTAL));
+	KT_OK(g_copy_out(hs, &r.src, 0, TOTAL));
 	for (size_t i = 0; i < (size_t)NT * A_BYTES; i++)
 		KT_CHECK_EQ(h[OFF_A + i], g_pat(i, 1));
 	for (unsigned w = 0; w < 4; w++)
@@ -215,11 +205,7 @@ static void run_verbs(enum kinet_db_mode mode, int src_gpu, int dst_gpu)
 	       dst_gpu ? "gpu" : "host");
 	free(h);
 	free(hs);
-	cudaFree(err);
-	g_buf_free(&src);
-	g_buf_free(&dst);
-	g_pair_destroy(&p);
-	kinet_ctx_close(ctx);
+	g_rig_close(&r);
 }
 
 KT_TEST(verbs_all_db_modes_gpu_memory)

@@ -99,44 +99,33 @@ __global__ void bad_key_kernel(struct kinet_dev_qp *d, uint8_t *src, uint32_t sk
 
 static void run_staged(enum kinet_db_mode mode)
 {
-	struct kinet_ctx *ctx = g_ctx_open();
-	KT_CHECK(ctx != NULL);
-	struct g_pair p;
-	struct g_opts o;
-	struct g_buf src, dst;
-	int *err = NULL, herr[2] = {0, 0};
-	g_opts_init(&o);
-	o.db_mode = mode;
-	KT_OK(g_pair_create(ctx, &p, &o));
-	KT_CHECK(p.s[0].d != NULL);
-	KT_OK(g_buf_alloc(ctx, &src, (size_t)NT * SLOT, 1));
-	KT_OK(g_buf_alloc(ctx, &dst, (size_t)NT * SLOT, 0));
-	KT_CHECK(src.key & 0x80u); /* GPU memory's keys say so */
-	KT_CHECK(!(dst.key & 0x80u));
-	G_CUDA(cudaMalloc((void **)&err, sizeof(herr)));
-	G_CUDA(cudaMemset(err, 0, sizeof(herr)));
-	G_CUDA(cudaDeviceSynchronize());
+	struct g_rig r;
+	int herr[2] = {0, 0};
+	KT_OK(g_rig_open(&r, mode, (size_t)NT * SLOT, 1, (size_t)NT * SLOT, 0));
+	KT_CHECK(r.p.s[0].d != NULL);
+	KT_CHECK(r.src.key & 0x80u); /* GPU memory's keys say so */
+	KT_CHECK(!(r.dst.key & 0x80u));
 
 	struct sargs a;
-	a.d = p.s[0].d;
-	a.src = src.p;
-	a.dst = g_addr(&dst, 0);
-	a.skey = src.key;
-	a.dkey = dst.key;
-	a.err = err;
-	KT_OK(kinet_ctx_pause(ctx));
+	a.d = r.p.s[0].d;
+	a.src = r.src.p;
+	a.dst = g_addr(&r.dst, 0);
+	a.skey = r.src.key;
+	a.dkey = r.dst.key;
+	a.err = r.err;
+	KT_OK(kinet_ctx_pause(r.ctx));
 	staged_kernel<<<1, NT>>>(a);
 	G_CUDA(cudaGetLastError());
 	kt_sleep_ms(200); /* the kernel posts and rewrites its sources meanwhile */
-	KT_OK(kinet_ctx_resume(ctx));
+	KT_OK(kinet_ctx_resume(r.ctx));
 	G_CUDA(cudaDeviceSynchronize());
-	G_CUDA(cudaMemcpy(herr, err, sizeof(herr), cudaMemcpyDeviceToHost));
+	G_CUDA(cudaMemcpy(herr, r.err, sizeof(herr), cudaMemcpyDeviceToHost));
 	if (herr[0])
 		fprintf(stderr, "thread %d: status %d\n", herr[0] - 1, herr[1]);
 	KT_CHECK_EQ(herr[0], 0);
 	for (unsigned i = 0; i < NT; i++) {
 		uint32_t n = st_size(i), seed = n <= STAGE ? i : i + 100;
-		const uint8_t *t = dst.p + (size_t)i * SLOT;
+		const uint8_t *t = r.dst.p + (size_t)i * SLOT;
 		int ok = 1;
 		for (uint32_t k = 0; k < n; k++)
 			ok &= t[k] == g_pat(k, seed);
@@ -148,37 +137,33 @@ static void run_staged(enum kinet_db_mode mode)
 	}
 
 	/* The group forms: posting-time bytes too. */
-	memset(dst.p, 0, (size_t)2 * SLOT);
-	KT_OK(kinet_ctx_pause(ctx));
+	memset(r.dst.p, 0, (size_t)2 * SLOT);
+	KT_OK(kinet_ctx_pause(r.ctx));
 	staged_group_kernel<<<1, NT * 4>>>(a);
 	G_CUDA(cudaGetLastError());
 	kt_sleep_ms(200);
-	KT_OK(kinet_ctx_resume(ctx));
+	KT_OK(kinet_ctx_resume(r.ctx));
 	G_CUDA(cudaDeviceSynchronize());
-	G_CUDA(cudaMemcpy(herr, err, sizeof(herr), cudaMemcpyDeviceToHost));
+	G_CUDA(cudaMemcpy(herr, r.err, sizeof(herr), cudaMemcpyDeviceToHost));
 	if (herr[0])
 		fprintf(stderr, "group kernel thread %d: status %d\n", herr[0] - 1, herr[1]);
 	KT_CHECK_EQ(herr[0], 0);
 	int gok = 1;
 	for (uint32_t k = 0; k < STAGE; k++)
-		gok &= dst.p[k] == g_pat(k, 200);
+		gok &= r.dst.p[k] == g_pat(k, 200);
 	for (uint32_t k = 0; k < 1000; k++)
-		gok &= dst.p[SLOT + k] == g_pat(k, 201);
+		gok &= r.dst.p[SLOT + k] == g_pat(k, 201);
 	KT_CHECK(gok);
 
 	/* A wrong source key: error completion, nothing written. */
-	memset(dst.p, 0, 64);
-	bad_key_kernel<<<1, 1>>>(p.s[0].d, src.p, src.key, g_addr(&dst, 0), dst.key, err);
+	memset(r.dst.p, 0, 64);
+	bad_key_kernel<<<1, 1>>>(r.p.s[0].d, r.src.p, r.src.key, g_addr(&r.dst, 0), r.dst.key, r.err);
 	G_CUDA(cudaDeviceSynchronize());
-	G_CUDA(cudaMemcpy(herr, err, sizeof(herr), cudaMemcpyDeviceToHost));
+	G_CUDA(cudaMemcpy(herr, r.err, sizeof(herr), cudaMemcpyDeviceToHost));
 	KT_CHECK_EQ(herr[0], -EIO);
-	KT_CHECK(kt_mem_is(dst.p, 0, 64));
+	KT_CHECK(kt_mem_is(r.dst.p, 0, 64));
 	printf("  db %s: staged puts ok\n", kt_db_names[mode]);
-	cudaFree(err);
-	g_buf_free(&src);
-	g_buf_free(&dst);
-	g_pair_destroy(&p);
-	kinet_ctx_close(ctx);
+	g_rig_close(&r);
 }
 
 KT_TEST(staged_puts_from_gpu_memory)

@@ -1053,6 +1053,52 @@ static inline int g_pair_create(struct kinet_ctx *ctx, struct g_pair *p, const s
 	return rc;
 }
 
+/* What most device-API tests start from: a context, a connected pair of
+ * exported QPs in doorbell mode `mode`, a source and a destination buffer
+ * (each in GPU memory or pinned host memory) and two ints of GPU memory,
+ * zeroed, for a kernel to report the first failed check and its status. */
+struct g_rig {
+	struct kinet_ctx *ctx;
+	struct g_pair p;
+	struct g_buf src, dst;
+	int *err;
+};
+
+static inline void g_rig_close(struct g_rig *r)
+{
+	cudaFree(r->err);
+	g_buf_free(&r->src);
+	g_buf_free(&r->dst);
+	g_pair_destroy(&r->p);
+	if (r->ctx)
+		kinet_ctx_close(r->ctx);
+	memset(r, 0, sizeof(*r));
+}
+
+static inline int g_rig_open(struct g_rig *r, enum kinet_db_mode mode, size_t src_len, int src_gpu,
+			     size_t dst_len, int dst_gpu)
+{
+	struct g_opts o;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	if (!(r->ctx = g_ctx_open()))
+		return -ENODEV;
+	g_opts_init(&o);
+	o.db_mode = mode;
+	if (!(rc = g_pair_create(r->ctx, &r->p, &o)) &&
+	    !(rc = g_buf_alloc(r->ctx, &r->src, src_len, src_gpu)) &&
+	    !(rc = g_buf_alloc(r->ctx, &r->dst, dst_len, dst_gpu))) {
+		if (cudaMalloc((void **)&r->err, 2 * sizeof(int)) != cudaSuccess ||
+		    cudaMemset(r->err, 0, 2 * sizeof(int)) != cudaSuccess ||
+		    cudaDeviceSynchronize() != cudaSuccess)
+			rc = -ENOMEM;
+	}
+	if (rc)
+		g_rig_close(r);
+	return rc;
+}
+
 /* Byte pattern the kernels write and the host checks. */
 static __host__ __device__ inline uint8_t g_pat(uint64_t i, uint32_t seed)
 {
