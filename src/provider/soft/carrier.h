@@ -7,7 +7,8 @@
  *
  * One carrier endpoint per context and kind, opened on first use.  Its
  * progress is driven by the context's engine thread 0 on every pass, and
- * every engine thread flushes it at the end of its pass.
+ * the same thread, which runs the QPs of remote transports, flushes it at
+ * the end of its pass.
  */
 #ifndef KINET_CARRIER_H
 #define KINET_CARRIER_H

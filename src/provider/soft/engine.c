@@ -121,11 +121,19 @@ static void *engine_main(void *arg)
 		 * operation in this pass, not the next. */
 		for (int i = 0; i < t->nqps; i++)
 			work += kinet_engine_progress_qp(t, t->qps[i]);
-		/* What the pass sent to other processes leaves together. */
-		void (*flush)(struct kinet_ctx *) =
-			__atomic_load_n(&kinet_sctx(t->ctx)->remote_flush, __ATOMIC_ACQUIRE);
-		if (flush)
-			flush(t->ctx);
+		/* What the pass sent to other processes leaves together.  Only
+		 * thread 0 runs QPs of remote transports
+		 * (kinet_engine_move_to_remote_thread); what another thread sent
+		 * (a QP that could not move) leaves at the start of thread 0's
+		 * next remote pass.  Idle threads looking at the carrier's
+		 * bundle count on every pass would pull its line from thread 0
+		 * after each bundle it opens or posts. */
+		if (t->index == 0) {
+			void (*flush)(struct kinet_ctx *) =
+				__atomic_load_n(&kinet_sctx(t->ctx)->remote_flush, __ATOMIC_ACQUIRE);
+			if (flush)
+				flush(t->ctx);
+		}
 		pthread_mutex_unlock(&t->lock);
 		stat_add(&t->stats.passes, 1);
 

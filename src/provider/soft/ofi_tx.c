@@ -7,8 +7,9 @@
  * Bundles: small messages to one peer travel together.  send() appends
  * them, each as a 32-bit length and its bytes (ofi_bundle.h), to the
  * peer's open bundle, one fabric message whose header says
- * OFI_FLAG_BUNDLE, and flush() posts the bundles; every engine thread
- * calls it at the end of its pass, and progress() at its start.  A pass that runs 64 writes to one peer then
+ * OFI_FLAG_BUNDLE, and flush() posts the bundles; engine thread 0 (the
+ * remote QPs' thread) calls it at the end of its pass, and progress() at
+ * its start.  A pass that runs 64 writes to one peer then
  * sends one fabric message, not 64: over shm a fabric message costs the
  * sender ~400 ns whatever its size up to the inject size, and the
  * receiver a completion.  A message that does not go in a bundle (too

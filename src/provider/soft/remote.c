@@ -155,7 +155,7 @@ static int remote_progress(struct kinet_ctx *ctx)
 	return work;
 }
 
-/* Every engine thread, at the end of its pass: what the pass sent goes
+/* Engine thread 0, at the end of its pass: what the pass sent goes
  * out together (a carrier's bundles, ofi_tx.c).  No lock: the carriers
  * that flush are published once open (rp_carrier_get). */
 static void remote_flush(struct kinet_ctx *ctx)

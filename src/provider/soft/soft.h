@@ -20,8 +20,8 @@ struct kinet_soft_ctx {
 	struct kinet_ctx ctx;
 	struct kinet_engine *engine;
 	/* Remote protocol state (node/ofi transports), opened on first use;
-	 * engine thread 0 calls remote_progress on every pass, and every
-	 * engine thread remote_flush at the end of its pass. */
+	 * engine thread 0, which also runs the QPs of remote transports,
+	 * calls remote_progress on every pass and remote_flush at its end. */
 	void *remote;
 	int (*remote_progress)(struct kinet_ctx *ctx);
 	void (*remote_flush)(struct kinet_ctx *ctx);
