@@ -15,6 +15,25 @@ static void snapshot(struct kinet_ctx *ctx, int n, struct kinet_engine_stats *s)
 		KT_CHECK_EQ(kinet_ctx_engine_stats(ctx, i, &s[i]), n);
 }
 
+/* NWRITES 8-byte writes from src to dst on every pair's first QP, each
+ * pair's completed (successfully) before the next pair's are posted. */
+static void write_all(struct kt_pair *pairs, struct kt_buf *src, struct kt_buf *dst)
+{
+	struct kinet_wc wc[NWRITES];
+
+	for (int i = 0; i < NPAIRS; i++) {
+		for (int k = 0; k < NWRITES; k++) {
+			struct kinet_sge sg = kt_sge(src, (size_t)k * 8, 8);
+			struct kinet_send_wr wr = kt_wr((uint64_t)k, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED,
+							&sg, 1, kt_addr(dst, (size_t)k * 8), kt_rkey(dst));
+			KT_OK(kt_post(pairs[i].qp[0], &wr));
+		}
+		KT_CHECK_EQ(kt_poll_n(pairs[i].cq[0], NWRITES, wc, KT_DEADLINE_MS), NWRITES);
+		for (int k = 0; k < NWRITES; k++)
+			KT_CHECK_EQ(wc[k].status, 0);
+	}
+}
+
 KT_TEST(counts_and_sharding)
 {
 	struct kinet_ctx *ctx;
@@ -22,7 +41,6 @@ KT_TEST(counts_and_sharding)
 	struct kt_pair_opts po;
 	struct kt_buf src, dst;
 	struct kinet_engine_stats a[2], b[2], bad;
-	struct kinet_wc wc[NWRITES];
 	uint64_t wqes = 0, busy = 0;
 	uint32_t qps = 0;
 
@@ -45,15 +63,9 @@ KT_TEST(counts_and_sharding)
 	KT_CHECK_EQ(a[0].qps, 2 * NPAIRS / 2);
 	KT_CHECK_EQ(a[1].qps, 2 * NPAIRS / 2);
 
-	for (int i = 0; i < NPAIRS; i++) {
-		for (int k = 0; k < NWRITES; k++) {
-			struct kinet_sge sg = kt_sge(&src, (size_t)k * 8, 8);
-			struct kinet_send_wr wr = kt_wr((uint64_t)k, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED,
-							&sg, 1, kt_addr(&dst, (size_t)k * 8), kt_rkey(&dst));
-			KT_OK(kt_post(pairs[i].qp[0], &wr));
-		}
-		KT_CHECK_EQ(kt_poll_n(pairs[i].cq[0], NWRITES, wc, KT_DEADLINE_MS), NWRITES);
-	}
+	int failed = kt_failed_checks;
+	write_all(pairs, &src, &dst);
+	KT_CHECK_EQ(kt_failed_checks, failed); /* stop here if a write failed */
 	snapshot(ctx, 2, b);
 	for (int i = 0; i < 2; i++) {
 		wqes += b[i].wqes - a[i].wqes;
@@ -96,7 +108,6 @@ KT_TEST(remote_qps_join_thread_0)
 	struct kt_pair_opts po;
 	struct kt_buf src, dst;
 	struct kinet_engine_stats a[NT], b[NT];
-	struct kinet_wc wc[NWRITES];
 
 	setenv("KINET_TRANSPORT", "node", 1);
 	KT_OK(kt_ctx_open(NT, &ini));
@@ -115,17 +126,9 @@ KT_TEST(remote_qps_join_thread_0)
 	snapshot(tgt, NT, b);
 	KT_CHECK_EQ(b[0].qps, NPAIRS);
 
-	for (int i = 0; i < NPAIRS; i++) {
-		for (int k = 0; k < NWRITES; k++) {
-			struct kinet_sge sg = kt_sge(&src, (size_t)k * 8, 8);
-			struct kinet_send_wr wr = kt_wr((uint64_t)k, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED,
-							&sg, 1, kt_addr(&dst, (size_t)k * 8), kt_rkey(&dst));
-			KT_OK(kt_post(pairs[i].qp[0], &wr));
-		}
-		KT_CHECK_EQ(kt_poll_n(pairs[i].cq[0], NWRITES, wc, KT_DEADLINE_MS), NWRITES);
-		for (int k = 0; k < NWRITES; k++)
-			KT_CHECK_EQ(wc[k].status, 0);
-	}
+	int failed = kt_failed_checks;
+	write_all(pairs, &src, &dst);
+	KT_CHECK_EQ(kt_failed_checks, failed); /* stop here if a write failed */
 	KT_CHECK(kt_mem_is(dst.p, 3, NWRITES * 8));
 	snapshot(ini, NT, b);
 	KT_CHECK_EQ(b[0].wqes - a[0].wqes, (uint64_t)NPAIRS * NWRITES);
