@@ -192,10 +192,10 @@ fi
 #    build that has libfabric: shm between two processes, and tcp;ofi_rxm
 #    between two network namespaces where this is root with ip(8) (else
 #    the script says why it skipped).  Its summary goes to ofi-PROVIDER.txt.
-FIP="$(dirname "$PERF")/../bench/kinet-fi-pingpong"
-if [ -x "$FIP" ]; then
+BDIR=$(cd "$(dirname "$PERF")/.." && pwd)
+if [ -x "$BDIR/bench/kinet-fi-pingpong" ]; then
 	for prov in shm tcp; do
-		what="BUILD=$(cd "$(dirname "$PERF")/.." && pwd) bench/ofi_compare.sh $prov 10000"
+		what="BUILD=${BDIR#"$ROOT"/} bench/ofi_compare.sh $prov 10000"
 		echo "$what" >>"$CMDS"
 		if [ $(($(date +%s) - START)) -ge "$BUDGET" ]; then
 			echo "SKIPPED (budget of ${BUDGET}s spent): $what" | tee -a "$LOG" >&2
@@ -203,7 +203,7 @@ if [ -x "$FIP" ]; then
 			continue
 		fi
 		echo "[$(($(date +%s) - START)) s] $what" >&2
-		BUILD="$(dirname "$PERF")/.." timeout --kill-after=10 $((CMD_TIMEOUT * 3)) \
+		BUILD="$BDIR" timeout --kill-after=10 $((CMD_TIMEOUT * 3)) \
 			"$ROOT/bench/ofi_compare.sh" "$prov" 10000 >"$OUT/ofi-$prov.txt" 2>>"$LOG"
 		rc=$?
 		if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
