@@ -58,23 +58,35 @@ START=$(date +%s)
 FAILED=0
 SKIPPED=0
 
+# begin WHAT: records a command in commands.txt and the log; 1 (and
+# counted as skipped) when the budget is spent.  finish WHAT RC: counts and
+# logs a failure (RC not 0).
+begin() {
+	local elapsed=$(($(date +%s) - START))
+	echo "$1" >>"$CMDS"
+	if [ "$elapsed" -ge "$BUDGET" ]; then
+		echo "SKIPPED (budget of ${BUDGET}s spent): $1" | tee -a "$LOG" >&2
+		SKIPPED=$((SKIPPED + 1))
+		return 1
+	fi
+	echo "[$elapsed s] $1" >&2
+	echo "### $1" >>"$LOG"
+}
+finish() {
+	if [ "$2" -ne 0 ]; then
+		echo "FAILED (exit $2): $1" | tee -a "$LOG" >&2
+		FAILED=$((FAILED + 1))
+	fi
+}
+
 # run ARGS...: one kinet-perf command (under the launcher in LAUNCH, when
 # set), its JSON appended to results.jsonl.
 LAUNCH=()
 run() {
-	local now elapsed out rc what
+	local out rc what
 	what="${LAUNCH[*]:+${LAUNCH[*]} }kinet-perf $*"
 	[ "${LAUNCH[0]:-}" = env ] || what="KINET_P2P=$KINET_P2P $what"
-	now=$(date +%s)
-	elapsed=$((now - START))
-	echo "$what" >>"$CMDS"
-	if [ "$elapsed" -ge "$BUDGET" ]; then
-		echo "SKIPPED (budget of ${BUDGET}s spent): $what" | tee -a "$LOG" >&2
-		SKIPPED=$((SKIPPED + 1))
-		return 0
-	fi
-	echo "[$elapsed s] $what" >&2
-	echo "### $what" >>"$LOG"
+	begin "$what" || return 0
 	out=$(timeout --kill-after=10 "$CMD_TIMEOUT" "${LAUNCH[@]}" "$PERF" "$@" --json 2>>"$LOG")
 	rc=$?
 	if [ -n "$out" ]; then
@@ -82,10 +94,7 @@ run() {
 		# under kinetrun, rank 0's, behind its "[0] " prefix.
 		printf '%s\n' "$out" | sed -n 's/^\(\[0\] \)\{0,1\}\({"tool":"kinet-perf".*\)$/\2/p' >>"$RESULTS"
 	fi
-	if [ $rc -ne 0 ]; then
-		echo "FAILED (exit $rc): $what" | tee -a "$LOG" >&2
-		FAILED=$((FAILED + 1))
-	fi
+	finish "$what" $rc
 	return 0
 }
 
@@ -196,20 +205,11 @@ BDIR=$(cd "$(dirname "$PERF")/.." && pwd)
 if [ -x "$BDIR/bench/kinet-fi-pingpong" ]; then
 	for prov in shm tcp; do
 		what="BUILD=${BDIR#"$ROOT"/} bench/ofi_compare.sh $prov 10000"
-		echo "$what" >>"$CMDS"
-		if [ $(($(date +%s) - START)) -ge "$BUDGET" ]; then
-			echo "SKIPPED (budget of ${BUDGET}s spent): $what" | tee -a "$LOG" >&2
-			SKIPPED=$((SKIPPED + 1))
-			continue
-		fi
-		echo "[$(($(date +%s) - START)) s] $what" >&2
+		begin "$what" || continue
 		BUILD="$BDIR" timeout --kill-after=10 $((CMD_TIMEOUT * 3)) \
 			"$ROOT/bench/ofi_compare.sh" "$prov" 10000 >"$OUT/ofi-$prov.txt" 2>>"$LOG"
 		rc=$?
-		if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
-			echo "FAILED (exit $rc): $what" | tee -a "$LOG" >&2
-			FAILED=$((FAILED + 1))
-		fi
+		[ $rc -eq 77 ] || finish "$what" $rc # 77: tcp skipped, the file says why
 	done
 fi
 
