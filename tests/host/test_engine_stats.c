@@ -15,6 +15,26 @@ static void snapshot(struct kinet_ctx *ctx, int n, struct kinet_engine_stats *s)
 		KT_CHECK_EQ(kinet_ctx_engine_stats(ctx, i, &s[i]), n);
 }
 
+/* NPAIRS pairs from ini to tgt, queues deep enough for NWRITES. */
+static int pairs_create(struct kt_pair *pairs, struct kinet_ctx *ini, struct kinet_ctx *tgt)
+{
+	struct kt_pair_opts opts;
+	int rc = 0;
+
+	kt_pair_opts_init(&opts);
+	opts.sq_depth = NWRITES;
+	opts.cq_depth = NWRITES * 2;
+	for (int i = 0; i < NPAIRS && !rc; i++)
+		rc = kt_pair_create(&pairs[i], ini, tgt, &opts);
+	return rc;
+}
+
+static void pairs_destroy(struct kt_pair *pairs)
+{
+	for (int i = 0; i < NPAIRS; i++)
+		kt_pair_destroy(&pairs[i]);
+}
+
 /* NWRITES 8-byte writes from src to dst on every pair's first QP, each
  * pair's completed (successfully) before the next pair's are posted. */
 static void write_all(struct kt_pair *pairs, struct kt_buf *src, struct kt_buf *dst)
@@ -38,7 +58,6 @@ KT_TEST(counts_and_sharding)
 {
 	struct kinet_ctx *ctx;
 	struct kt_pair pairs[NPAIRS];
-	struct kt_pair_opts po;
 	struct kt_buf src, dst;
 	struct kinet_engine_stats a[2], b[2], bad;
 	uint64_t wqes = 0, busy = 0;
@@ -50,11 +69,7 @@ KT_TEST(counts_and_sharding)
 	KT_CHECK_EQ(kinet_ctx_engine_stats(ctx, 0, NULL), -EINVAL);
 	KT_CHECK_EQ(kinet_ctx_engine_stats(NULL, 0, &bad), -EINVAL);
 
-	kt_pair_opts_init(&po);
-	po.sq_depth = NWRITES;
-	po.cq_depth = NWRITES * 2;
-	for (int i = 0; i < NPAIRS; i++)
-		KT_OK(kt_pair_create(&pairs[i], ctx, ctx, &po));
+	KT_OK(pairs_create(pairs, ctx, ctx));
 	KT_OK(kt_buf_alloc(ctx, &src, 4096, KT_ACC_ALL, 1));
 	KT_OK(kt_buf_alloc(ctx, &dst, 4096, KT_ACC_ALL, 2));
 
@@ -89,8 +104,7 @@ KT_TEST(counts_and_sharding)
 			 a[i].spin_ns + a[i].yield_ns + a[i].sleep_ns);
 	}
 
-	for (int i = 0; i < NPAIRS; i++)
-		kt_pair_destroy(&pairs[i]);
+	pairs_destroy(pairs);
 	snapshot(ctx, 2, b);
 	KT_CHECK_EQ(b[0].qps + b[1].qps, 0u);
 	kt_buf_free(&src);
@@ -105,18 +119,13 @@ KT_TEST(remote_qps_join_thread_0)
 	enum { NT = 4 };
 	struct kinet_ctx *ini, *tgt;
 	struct kt_pair pairs[NPAIRS];
-	struct kt_pair_opts po;
 	struct kt_buf src, dst;
 	struct kinet_engine_stats a[NT], b[NT];
 
 	setenv("KINET_TRANSPORT", "node", 1);
 	KT_OK(kt_ctx_open(NT, &ini));
 	KT_OK(kt_ctx_open(NT, &tgt));
-	kt_pair_opts_init(&po);
-	po.sq_depth = NWRITES;
-	po.cq_depth = NWRITES * 2;
-	for (int i = 0; i < NPAIRS; i++)
-		KT_OK(kt_pair_create(&pairs[i], ini, tgt, &po));
+	KT_OK(pairs_create(pairs, ini, tgt));
 	KT_OK(kt_buf_alloc(ini, &src, 4096, KT_ACC_ALL, 3));
 	KT_OK(kt_buf_alloc(tgt, &dst, 4096, KT_ACC_ALL, 0));
 	snapshot(ini, NT, a);
@@ -135,8 +144,7 @@ KT_TEST(remote_qps_join_thread_0)
 	for (int i = 1; i < NT; i++)
 		KT_CHECK_EQ(b[i].wqes, a[i].wqes);
 
-	for (int i = 0; i < NPAIRS; i++)
-		kt_pair_destroy(&pairs[i]);
+	pairs_destroy(pairs);
 	snapshot(ini, NT, b);
 	KT_CHECK_EQ(b[0].qps, 0u);
 	kt_buf_free(&src);
