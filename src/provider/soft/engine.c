@@ -260,18 +260,21 @@ void kinet_engine_stop(struct kinet_ctx *ctx)
 	kinet_sctx(ctx)->engine = NULL;
 }
 
-/* Room for one more QP in t's set; t->lock held.  0 or -ENOMEM. */
-static int thread_reserve(struct kinet_engine_thread *t)
+/* Puts qp in t's set and makes t its owner; t->lock held.  0 or -ENOMEM
+ * (then nothing changed). */
+static int thread_add(struct kinet_engine_thread *t, struct kinet_qp *qp)
 {
-	if (t->nqps < t->cap)
-		return 0;
-	int cap = t->cap ? t->cap * 2 : 16;
-	struct kinet_qp **qps = realloc(t->qps, (size_t)cap * sizeof(*qps));
+	if (t->nqps == t->cap) {
+		int cap = t->cap ? t->cap * 2 : 16;
+		struct kinet_qp **qps = realloc(t->qps, (size_t)cap * sizeof(*qps));
 
-	if (!qps)
-		return -ENOMEM;
-	t->qps = qps;
-	t->cap = cap;
+		if (!qps)
+			return -ENOMEM;
+		t->qps = qps;
+		t->cap = cap;
+	}
+	t->qps[t->nqps++] = qp;
+	kinet_sqp(qp)->owner = t;
 	return 0;
 }
 
@@ -293,17 +296,14 @@ void kinet_engine_add_qp(struct kinet_ctx *ctx, struct kinet_qp *qp)
 	struct kinet_engine_thread *t = &e->threads[idx];
 
 	pthread_mutex_lock(&t->lock);
-	if (thread_reserve(t)) {
+	int rc = thread_add(t, qp);
+	pthread_mutex_unlock(&t->lock);
+	if (rc) {
 		/* Cannot happen in practice; the QP would never run, so say so
 		 * loudly rather than hang its users. */
-		pthread_mutex_unlock(&t->lock);
 		KINET_ERR("engine: out of memory adding QP %u", qp->qpn);
 		kinet_qp_to_error(qp, "engine out of memory");
-		return;
 	}
-	t->qps[t->nqps++] = qp;
-	kinet_sqp(qp)->owner = t;
-	pthread_mutex_unlock(&t->lock);
 }
 
 /* Remote work serialises on the remote protocol's state and the carrier
@@ -326,11 +326,8 @@ void kinet_engine_move_to_remote_thread(struct kinet_qp *qp)
 	pthread_mutex_lock(&from->lock);
 	if (!kinet_sqp(qp)->npending) {
 		pthread_mutex_lock(&to->lock);
-		if (!thread_reserve(to)) {
+		if (!thread_add(to, qp))
 			thread_drop(from, qp);
-			to->qps[to->nqps++] = qp;
-			kinet_sqp(qp)->owner = to;
-		}
 		pthread_mutex_unlock(&to->lock);
 	}
 	pthread_mutex_unlock(&from->lock);
