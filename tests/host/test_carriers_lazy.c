@@ -125,6 +125,12 @@ KT_TEST(one_process_opens_nothing)
 
 	env_clear();
 	KT_CHECK(count_sockets() >= 0 && count_inboxes() >= 0);
+	/* A first context absorbs what the process opens once, not per
+	 * context: on a GPU machine a socket appeared in the first run of a
+	 * CUDA build (its first registration asks the CUDA runtime what the
+	 * memory is, which starts the driver).  A carrier belongs to its
+	 * context and would open again. */
+	KT_OK(pair_run(&o));
 	KT_OK(pair_run(&o));
 	KT_CHECK_EQ(o.inboxes, 0);
 	KT_CHECK_EQ(o.sockets, 0);
