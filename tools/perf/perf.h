@@ -11,7 +11,11 @@
  *               launch + sync, small copy + sync
  *   peer_floors.cu  floors between two GPUs of the host (--peer-gpu):
  *               store ping-pongs, peer copies, raw peer store rate
- *   ops.cu      device kernels (latency, bandwidth/rate, iteration)
+ *   launch.cu   the GPU-initiated modes' host side: arguments, launches
+ *   kargs.h     their kernel arguments and entry points
+ *   unit.cuh    device code they share: posting units, one operation
+ *   lat.cu, bw.cu, iter.cu   device code of each mode (latency,
+ *               bandwidth/rate, iteration)
  *   pingpong.cu device code on both sides answering each other
  *   ../kinet_perf.cu  main: runs each (size, initiator) point
  *
@@ -347,7 +351,7 @@ void perf_rank_floors_measure(const struct perf_opts *o, struct kinet_boot *boot
 /* peer_floors.cu: GPU o->gpu -> GPU o->peer_gpu (CUDA build; no-op else). */
 void perf_peer_floors_measure(const struct perf_opts *o, struct perf_peer_floors *f);
 
-/* ---- device kernels (ops.cu) ---- */
+/* ---- GPU-initiated modes (launch.cu) ---- */
 
 int perf_gpu_lat(struct perf_env *e, long warmup, long iters, uint64_t *samples, double *total_us, char *err,
 		 size_t errlen);
