@@ -35,7 +35,11 @@ static void emu_relax(unsigned *n)
 }
 
 /* Waits for CQE `index` (owner bit of its pass); 0, or -EIO for an error
- * CQE, -ETIMEDOUT after 10 s (a test must not hang). */
+ * CQE, -ETIMEDOUT after 10 s (a test must not hang).  Several threads poll
+ * the CQ: between this thread's load of cqe_ci and of the slot, others may
+ * consume CQE `index` and two more laps may complete, so the slot can hold
+ * CQE index + 2 depth, whose owner bit is index's.  Its counter tells, and
+ * cqe_ci read again then says `index` was consumed. */
 static int emu_poll_cq_at(struct kinet_gpunetio_cq *cq, uint64_t index)
 {
 	const struct kinet_cqe64 *cqe =
@@ -49,15 +53,16 @@ static int emu_poll_cq_at(struct kinet_gpunetio_cq *cq, uint64_t index)
 		if (index < ci)
 			return 0;
 		op_own = __atomic_load_n(&cqe->op_own, __ATOMIC_ACQUIRE);
-		if (index < ci + cq->cqe_num && (op_own & 1) == !!(index & cq->cqe_num))
-			break;
+		if (index < ci + cq->cqe_num && (op_own & 1) == !!(index & cq->cqe_num)) {
+			/* CQE i is WQE i's: the index in it must agree. */
+			if (kinet_be16(cqe->wqe_counter) == (uint16_t)index)
+				break;
+			return index < __atomic_load_n(&cq->cqe_ci, __ATOMIC_ACQUIRE) ? 0 : -EPROTO;
+		}
 		if (kt_now_ms() > deadline)
 			return -ETIMEDOUT;
 		emu_relax(&spins);
 	}
-	/* CQE i is WQE i's: the index in it must agree. */
-	if (kinet_be16(cqe->wqe_counter) != (uint16_t)index)
-		return -EPROTO;
 	uint64_t old = __atomic_load_n(&cq->cqe_ci, __ATOMIC_RELAXED);
 	while (old < index + 1 && !__atomic_compare_exchange_n(&cq->cqe_ci, &old, index + 1, 1,
 							       __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
