@@ -8,21 +8,13 @@
  */
 #include "unit.cuh"
 
-/* Called twice (warm-up, timed): one copy of every verb form, not two,
- * halves what nvcc compiles; the call is per window run, not per post. */
-#if defined(KINET_HOST_EMU)
-#define PERF_WINDOW_FN static
-#else
-#define PERF_WINDOW_FN static __device__ __noinline__
-#endif
-
 /* n operations with at most a->window outstanding; waits for all.  The
  * unit waits every half window (for the operation that leaves room for
  * the next half), not after every post: a wait is what completes puts on
  * the peer path (a system fence), and NVSHMEM-style rate loops fence once
  * per batch too.  Half a window always stays in flight for the engine. */
-PERF_WINDOW_FN int perf_window(const struct perf_kargs *a, struct kinet_dev_qp *qp, uint32_t q, uint32_t u,
-			       uint32_t slot, uint64_t base, uint64_t n)
+KINET_DEV_FN int perf_window(const struct perf_kargs *a, struct kinet_dev_qp *qp, uint32_t q, uint32_t u,
+			     uint32_t slot, uint64_t base, uint64_t n)
 {
 	uint64_t ring[PERF_MAX_WINDOW];
 	uint64_t last = 0;
