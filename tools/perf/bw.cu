@@ -68,14 +68,4 @@ KINET_DEV_FN void perf_bw_body(struct perf_kargs *a)
 	}
 }
 
-#if defined(KINET_HOST_EMU)
-void perf_bw_emu(void *p)
-{
-	perf_bw_body((struct perf_kargs *)p);
-}
-#else
-__global__ void perf_bw_kernel(struct perf_kargs a)
-{
-	perf_bw_body(&a);
-}
-#endif
+PERF_ENTRY(bw)

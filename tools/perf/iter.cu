@@ -87,22 +87,5 @@ KINET_DEV_FN void perf_compute_body(struct perf_kargs *a)
 	perf_compute(a, a->iter_i);
 }
 
-#if defined(KINET_HOST_EMU)
-void perf_iter_emu(void *p)
-{
-	perf_iter_body((struct perf_kargs *)p);
-}
-void perf_compute_emu(void *p)
-{
-	perf_compute_body((struct perf_kargs *)p);
-}
-#else
-__global__ void perf_iter_kernel(struct perf_kargs a)
-{
-	perf_iter_body(&a);
-}
-__global__ void perf_compute_kernel(struct perf_kargs a)
-{
-	perf_compute_body(&a);
-}
-#endif
+PERF_ENTRY(iter)
+PERF_ENTRY(compute)

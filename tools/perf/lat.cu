@@ -30,14 +30,4 @@ KINET_DEV_FN void perf_lat_body(struct perf_kargs *a)
 	a->t1[0] = kinet_dev_now_ns();
 }
 
-#if defined(KINET_HOST_EMU)
-void perf_lat_emu(void *p)
-{
-	perf_lat_body((struct perf_kargs *)p);
-}
-#else
-__global__ void perf_lat_kernel(struct perf_kargs a)
-{
-	perf_lat_body(&a);
-}
-#endif
+PERF_ENTRY(lat)

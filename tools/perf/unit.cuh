@@ -10,6 +10,22 @@
 #include "kinet/device.cuh"
 #include "perf.h"
 
+/* The entry points of a mode whose device code is perf_<name>_body
+ * (kargs.h declares them). */
+#if defined(KINET_HOST_EMU)
+#define PERF_ENTRY(name)                                                                                     \
+	void perf_##name##_emu(void *p)                                                                      \
+	{                                                                                                    \
+		perf_##name##_body((struct perf_kargs *)p);                                                  \
+	}
+#else
+#define PERF_ENTRY(name)                                                                                     \
+	__global__ void perf_##name##_kernel(struct perf_kargs a)                                            \
+	{                                                                                                    \
+		perf_##name##_body(&a);                                                                      \
+	}
+#endif
+
 /* Bound of the grid barrier (every thread arrives unless one is stuck). */
 #define PERF_BARRIER_NS (30ull * 1000000000ull)
 
