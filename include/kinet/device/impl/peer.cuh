@@ -54,6 +54,15 @@
 /* Not a status: the operation does not take the peer path. */
 #define KINET_DEVI_PEER_MISS 1
 
+/* Defined 0 before kinet/device.cuh, the verbs never try the peer path:
+ * every operation posts WQEs, on QPs with a peer path too (the engine then
+ * performs them).  What it saves is the attempt's loads on a QP without a
+ * peer path, which a verb cannot skip before it has them: about 0.6 us of
+ * an 8-byte put over the software NIC on an H200 (docs/PEER_PATH.md). */
+#ifndef KINET_DEV_PEER_PATH
+#define KINET_DEV_PEER_PATH 1
+#endif
+
 /* Largest transfer per thread of the group that the peer path takes in the
  * thread and warp forms; larger ones go to the engine, whose copy engine
  * moves them faster than a few threads can: one thread keeps only a few
@@ -268,6 +277,8 @@ KINET_DEV_FN int kinet_devi_peer_done(int st, uint64_t tk, uint64_t *ticket)
 KINET_DEV_FN int kinet_devi_peer_put_g(int g, struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey,
 				       uint64_t raddr, uint32_t rkey, uint64_t size, uint64_t *ticket)
 {
+	if (!KINET_DEV_PEER_PATH)
+		return KINET_DEVI_PEER_MISS;
 	struct kinet_devi_peer_view v;
 	kinet_devi_peer_view_load(qp, &v);
 	if (!v.pt || !size || !kinet_devi_peer_size_ok(g, size, KINET_DEV_PEER_PUT_BYTES_PER_THREAD))
@@ -288,6 +299,8 @@ KINET_DEV_FN int kinet_devi_peer_put_g(int g, struct kinet_dev_qp *qp, const voi
 KINET_DEV_FN int kinet_devi_peer_put_inline_g(int g, struct kinet_dev_qp *qp, const void *data, uint32_t size,
 					      uint64_t raddr, uint32_t rkey, uint64_t *ticket)
 {
+	if (!KINET_DEV_PEER_PATH)
+		return KINET_DEVI_PEER_MISS;
 	struct kinet_devi_peer_view v;
 	kinet_devi_peer_view_load(qp, &v);
 	if (!v.pt || !size || size > v.max_inline || size > KINET_DEV_MAX_INLINE)
@@ -310,6 +323,8 @@ KINET_DEV_FN int kinet_devi_peer_put_inline_g(int g, struct kinet_dev_qp *qp, co
 KINET_DEV_FN int kinet_devi_peer_get_g(int g, struct kinet_dev_qp *qp, void *laddr, uint32_t lkey,
 				       uint64_t raddr, uint32_t rkey, uint64_t size, uint64_t *ticket)
 {
+	if (!KINET_DEV_PEER_PATH)
+		return KINET_DEVI_PEER_MISS;
 	struct kinet_devi_peer_view v;
 	kinet_devi_peer_view_load(qp, &v);
 	if (!v.pt || !size || !kinet_devi_peer_size_ok(g, size, KINET_DEV_PEER_GET_BYTES_PER_THREAD))
@@ -335,6 +350,8 @@ KINET_DEV_FN int kinet_devi_peer_atomic_g(int g, struct kinet_dev_qp *qp, int ca
 					  uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t compare_add,
 					  uint64_t swap, uint64_t *ticket)
 {
+	if (!KINET_DEV_PEER_PATH)
+		return KINET_DEVI_PEER_MISS;
 	struct kinet_devi_peer_view v;
 	kinet_devi_peer_view_load(qp, &v);
 	if (!v.pt || (raddr & 7) || ((uintptr_t)result & 7))
@@ -366,6 +383,8 @@ KINET_DEV_FN int kinet_devi_peer_put_signal_g(int g, struct kinet_dev_qp *qp, co
 					      uint64_t sig_raddr, uint32_t sig_rkey, uint64_t add,
 					      uint64_t *ticket)
 {
+	if (!KINET_DEV_PEER_PATH)
+		return KINET_DEVI_PEER_MISS;
 	struct kinet_devi_peer_view v;
 	kinet_devi_peer_view_load(qp, &v);
 	if (!v.pt || (sig_raddr & 7) ||
@@ -397,7 +416,7 @@ KINET_DEV_FN int kinet_devi_peer_put_signal_g(int g, struct kinet_dev_qp *qp, co
  * queue (no-op for a QP without the peer path). */
 KINET_DEV_FN void kinet_devi_peer_complete(const struct kinet_dev_qp *qp)
 {
-	if (qp->peer)
+	if (KINET_DEV_PEER_PATH && qp->peer)
 		kinet_dev_fence_sys();
 }
 
