@@ -193,6 +193,9 @@ struct kinet_devi_peer_view {
 
 KINET_DEV_FN void kinet_devi_peer_view_load(const struct kinet_dev_qp *qp, struct kinet_devi_peer_view *v)
 {
+	v->pt = NULL; /* every verb misses on it first */
+	if (!KINET_DEV_PEER_PATH)
+		return;
 	v->pt = qp->peer;
 	v->max_inline = qp->max_inline;
 	v->sharing = qp->sharing;
@@ -277,8 +280,6 @@ KINET_DEV_FN int kinet_devi_peer_done(int st, uint64_t tk, uint64_t *ticket)
 KINET_DEV_FN int kinet_devi_peer_put_g(int g, struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey,
 				       uint64_t raddr, uint32_t rkey, uint64_t size, uint64_t *ticket)
 {
-	if (!KINET_DEV_PEER_PATH)
-		return KINET_DEVI_PEER_MISS;
 	struct kinet_devi_peer_view v;
 	kinet_devi_peer_view_load(qp, &v);
 	if (!v.pt || !size || !kinet_devi_peer_size_ok(g, size, KINET_DEV_PEER_PUT_BYTES_PER_THREAD))
@@ -299,8 +300,6 @@ KINET_DEV_FN int kinet_devi_peer_put_g(int g, struct kinet_dev_qp *qp, const voi
 KINET_DEV_FN int kinet_devi_peer_put_inline_g(int g, struct kinet_dev_qp *qp, const void *data, uint32_t size,
 					      uint64_t raddr, uint32_t rkey, uint64_t *ticket)
 {
-	if (!KINET_DEV_PEER_PATH)
-		return KINET_DEVI_PEER_MISS;
 	struct kinet_devi_peer_view v;
 	kinet_devi_peer_view_load(qp, &v);
 	if (!v.pt || !size || size > v.max_inline || size > KINET_DEV_MAX_INLINE)
@@ -323,8 +322,6 @@ KINET_DEV_FN int kinet_devi_peer_put_inline_g(int g, struct kinet_dev_qp *qp, co
 KINET_DEV_FN int kinet_devi_peer_get_g(int g, struct kinet_dev_qp *qp, void *laddr, uint32_t lkey,
 				       uint64_t raddr, uint32_t rkey, uint64_t size, uint64_t *ticket)
 {
-	if (!KINET_DEV_PEER_PATH)
-		return KINET_DEVI_PEER_MISS;
 	struct kinet_devi_peer_view v;
 	kinet_devi_peer_view_load(qp, &v);
 	if (!v.pt || !size || !kinet_devi_peer_size_ok(g, size, KINET_DEV_PEER_GET_BYTES_PER_THREAD))
@@ -350,8 +347,6 @@ KINET_DEV_FN int kinet_devi_peer_atomic_g(int g, struct kinet_dev_qp *qp, int ca
 					  uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t compare_add,
 					  uint64_t swap, uint64_t *ticket)
 {
-	if (!KINET_DEV_PEER_PATH)
-		return KINET_DEVI_PEER_MISS;
 	struct kinet_devi_peer_view v;
 	kinet_devi_peer_view_load(qp, &v);
 	if (!v.pt || (raddr & 7) || ((uintptr_t)result & 7))
@@ -383,8 +378,6 @@ KINET_DEV_FN int kinet_devi_peer_put_signal_g(int g, struct kinet_dev_qp *qp, co
 					      uint64_t sig_raddr, uint32_t sig_rkey, uint64_t add,
 					      uint64_t *ticket)
 {
-	if (!KINET_DEV_PEER_PATH)
-		return KINET_DEVI_PEER_MISS;
 	struct kinet_devi_peer_view v;
 	kinet_devi_peer_view_load(qp, &v);
 	if (!v.pt || (sig_raddr & 7) ||
