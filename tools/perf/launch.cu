@@ -109,17 +109,6 @@ static int args_status(struct perf_env *e, struct perf_kargs *a, char *err, size
 	return -(int)st;
 }
 
-#if !defined(KINET_HOST_EMU)
-static int cuda_check(cudaError_t c, const char *what, char *err, size_t errlen)
-{
-	if (c == cudaSuccess)
-		return 0;
-	snprintf(err, errlen, "%s: %s", what, cudaGetErrorString(c));
-	cudaGetLastError();
-	return -EIO;
-}
-#endif
-
 int perf_gpu_lat(struct perf_env *e, long warmup, long iters, uint64_t *samples, double *total_us, char *err,
 		 size_t errlen)
 {
@@ -133,9 +122,9 @@ int perf_gpu_lat(struct perf_env *e, long warmup, long iters, uint64_t *samples,
 	rc = kinet_emu_launch(1, perf_lat_emu, &a);
 #else
 	perf_lat_kernel<<<1, 1>>>(a);
-	rc = cuda_check(cudaGetLastError(), "launch", err, errlen);
+	rc = perf_cuda_check(cudaGetLastError(), "launch", err, errlen);
 	if (!rc)
-		rc = cuda_check(cudaDeviceSynchronize(), "latency kernel", err, errlen);
+		rc = perf_cuda_check(cudaDeviceSynchronize(), "latency kernel", err, errlen);
 #endif
 	if (!rc)
 		rc = args_status(e, &a, err, errlen);
@@ -183,7 +172,7 @@ int perf_gpu_bw(struct perf_env *e, long warmup, long iters, int window, double 
 	{
 		/* The grid barrier needs every block resident at once. */
 		int per_sm = 0, sms = perf_gpu_sm_count();
-		rc = cuda_check(
+		rc = perf_cuda_check(
 			cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, perf_bw_kernel, o->threads, 0),
 			"occupancy", err, errlen);
 		if (rc)
@@ -196,9 +185,9 @@ int perf_gpu_bw(struct perf_env *e, long warmup, long iters, int window, double 
 			goto out;
 		}
 		perf_bw_kernel<<<o->blocks, o->threads>>>(a);
-		rc = cuda_check(cudaGetLastError(), "launch", err, errlen);
+		rc = perf_cuda_check(cudaGetLastError(), "launch", err, errlen);
 		if (!rc)
-			rc = cuda_check(cudaDeviceSynchronize(), "bandwidth kernel", err, errlen);
+			rc = perf_cuda_check(cudaDeviceSynchronize(), "bandwidth kernel", err, errlen);
 	}
 #endif
 	if (!rc)
@@ -249,9 +238,9 @@ int perf_iter(struct perf_env *e, int variant, long warmup, long iters, uint64_t
 		rc = kinet_emu_launch(1, perf_iter_emu, &a);
 #else
 		perf_iter_kernel<<<1, o->threads>>>(a);
-		rc = cuda_check(cudaGetLastError(), "launch", err, errlen);
+		rc = perf_cuda_check(cudaGetLastError(), "launch", err, errlen);
 		if (!rc)
-			rc = cuda_check(cudaDeviceSynchronize(), "iteration kernel", err, errlen);
+			rc = perf_cuda_check(cudaDeviceSynchronize(), "iteration kernel", err, errlen);
 #endif
 		if (!rc)
 			rc = args_status(e, &a, err, errlen);
@@ -269,9 +258,9 @@ int perf_iter(struct perf_env *e, int variant, long warmup, long iters, uint64_t
 			rc = kinet_emu_launch(1, perf_compute_emu, &a);
 #else
 			perf_compute_kernel<<<1, o->threads>>>(a);
-			rc = cuda_check(cudaGetLastError(), "launch", err, errlen);
+			rc = perf_cuda_check(cudaGetLastError(), "launch", err, errlen);
 			if (!rc)
-				rc = cuda_check(cudaStreamSynchronize(0), "compute kernel", err, errlen);
+				rc = perf_cuda_check(cudaStreamSynchronize(0), "compute kernel", err, errlen);
 #endif
 			if (!rc) {
 				rc = perf_cpu_put_wait(e);

@@ -4,6 +4,7 @@
  * buffers are cudaMalloc'd.  Under host emulation everything is plain host
  * memory and "GPU memory" is refused (the caller falls back and says so).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,6 +250,16 @@ void perf_free_on(int dev, enum perf_mem m, void *p)
 	perf_free(m, p);
 	if (old >= 0)
 		perf_gpu_use(old);
+}
+
+int perf_cuda_check(int status, const char *what, char *err, size_t errlen)
+{
+	cudaError_t c = (cudaError_t)status;
+	if (c == cudaSuccess)
+		return 0;
+	snprintf(err, errlen, "%s: %s", what, cudaGetErrorString(c));
+	cudaGetLastError();
+	return -EIO;
 }
 
 #endif

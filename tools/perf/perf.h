@@ -259,6 +259,9 @@ int perf_gpu_sm_count(void);
 /* Makes device local_rank % (device count) current; returns it (0 without
  * CUDA or GPUs). */
 int perf_gpu_select(int local_rank);
+/* CUDA builds: 0 for cudaSuccess, else -EIO with "what: CUDA's message"
+ * in err (the error cleared, so later calls see their own). */
+int perf_cuda_check(int status, const char *what, char *err, size_t errlen);
 /* CUDA devices (0 without CUDA); name of device dev. */
 int perf_gpu_count(void);
 int perf_gpu_name(int dev, char *name, size_t len);

@@ -145,15 +145,6 @@ static void pp_side_init(struct pp_side *s, struct kinet_dev_qp *qp, const struc
 }
 
 #if !defined(KINET_HOST_EMU)
-static int pp_cuda(cudaError_t c, const char *what, char *err, size_t errlen)
-{
-	if (c == cudaSuccess)
-		return 0;
-	snprintf(err, errlen, "%s: %s", what, cudaGetErrorString(c));
-	cudaGetLastError();
-	return -EIO;
-}
-
 /* B on its device first (it waits), then A; both on streams of their own. */
 static int pp_launch(const struct pp_args *a, int dev_a, int dev_b, char *err, size_t errlen)
 {
@@ -161,10 +152,11 @@ static int pp_launch(const struct pp_args *a, int dev_a, int dev_b, char *err, s
 	int dev[2] = {dev_a, dev_b}, rc = 0;
 	for (int b = 1; b >= 0 && !rc; b--) {
 		perf_gpu_use(dev[b]);
-		rc = pp_cuda(cudaStreamCreateWithFlags(&s[b], cudaStreamNonBlocking), "stream", err, errlen);
+		rc = perf_cuda_check(cudaStreamCreateWithFlags(&s[b], cudaStreamNonBlocking), "stream", err,
+				     errlen);
 		if (!rc) {
 			pp_kernel<<<1, 1, 0, s[b]>>>(*a, b);
-			rc = pp_cuda(cudaGetLastError(), "launch", err, errlen);
+			rc = perf_cuda_check(cudaGetLastError(), "launch", err, errlen);
 		}
 	}
 	for (int b = 0; b < 2; b++) {
@@ -172,7 +164,7 @@ static int pp_launch(const struct pp_args *a, int dev_a, int dev_b, char *err, s
 			continue;
 		perf_gpu_use(dev[b]);
 		if (!rc)
-			rc = pp_cuda(cudaStreamSynchronize(s[b]), "ping-pong kernel", err, errlen);
+			rc = perf_cuda_check(cudaStreamSynchronize(s[b]), "ping-pong kernel", err, errlen);
 		cudaStreamDestroy(s[b]);
 	}
 	perf_gpu_use(dev_a);
