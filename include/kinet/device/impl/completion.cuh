@@ -61,7 +61,7 @@ KINET_DEV_FN int kinet_devi_fence_g(int g, struct kinet_dev_qp *qp, uint64_t *ti
 	kinet_devi_tail_init(&t, KINET_WQE_OP_NOP);
 	t.flags = KINET_DEV_WQE_FENCE;
 	kinet_devi_group_sync(g);
-	if (KINET_DEV_PEER_PATH && qp->peer) {
+	if (kinet_devi_peer_on(qp)) {
 		/* Peer reads and atomics are complete on return; only WQEs still
 		 * in flight need the fenced NOP. */
 		int st = 0;

@@ -63,6 +63,13 @@
 #define KINET_DEV_PEER_PATH 1
 #endif
 
+/* Whether operations on qp may take the peer path: it has one, and this
+ * code was built with it. */
+KINET_DEV_FN int kinet_devi_peer_on(const struct kinet_dev_qp *qp)
+{
+	return KINET_DEV_PEER_PATH && qp->peer;
+}
+
 /* Largest transfer per thread of the group that the peer path takes in the
  * thread and warp forms; larger ones go to the engine, whose copy engine
  * moves them faster than a few threads can: one thread keeps only a few
@@ -409,7 +416,7 @@ KINET_DEV_FN int kinet_devi_peer_put_signal_g(int g, struct kinet_dev_qp *qp, co
  * queue (no-op for a QP without the peer path). */
 KINET_DEV_FN void kinet_devi_peer_complete(const struct kinet_dev_qp *qp)
 {
-	if (KINET_DEV_PEER_PATH && qp->peer)
+	if (kinet_devi_peer_on(qp))
 		kinet_dev_fence_sys();
 }
 
