@@ -1,6 +1,7 @@
 /*
  * GPU memory through the software NIC's copy engine: RDMA write and read
- * GPU->GPU, host->GPU, GPU->host, fetch-add and compare-swap on GPU memory
+ * GPU->GPU, host->GPU, GPU->host (also many at once: each completion means
+ * its data landed), fetch-add and compare-swap on GPU memory
  * (also from several threads and QPs at once: the sum must be exact), and
  * protection checks that leave GPU memory outside the region untouched.
  * Skips (exit 77) without a CUDA device.
@@ -497,4 +498,79 @@ KT_TEST(gpu_protection)
 	kinet_ctx_close(ctx);
 }
 
-KT_MAIN(gpu_to_gpu, host_to_gpu, gpu_to_host, gpu_atomics, gpu_atomics_concurrent, gpu_protection)
+/* Writes to GPU memory posted together share one event per engine pass
+ * (pending.c): every completion, signaled or covering unsignaled ones,
+ * must still mean that its own copy and every earlier one has landed.  80
+ * writes make two passes (64 WQEs per QP per pass), each ending with a
+ * large write (256 MiB, ~0.1 ms on the copy engine): the second pass is
+ * sealed while the first one's large copy runs, so one reap finds both
+ * events, and a completion of the second pass reported with the first
+ * one's event would be seen while its large copy still runs.  The tail of
+ * the newest slot a poll covers is read first, through the default stream,
+ * which does not wait for the engine's; then every slot in full. */
+KT_TEST(gpu_batch_completions)
+{
+	NEED_GPU();
+	enum { N = 80 };
+	const size_t small = 1u << 20, large = 256u << 20, tail = 4096;
+	size_t len[N], off[N], total = 0;
+	struct kinet_ctx *ctx;
+	struct pair p;
+	struct buf l, r;
+
+	for (int i = 0; i < N; i++) {
+		len[i] = i == 63 || i == N - 1 ? large : small;
+		off[i] = total;
+		total += len[i];
+	}
+	KT_OK(open_ctx(&ctx, 1));
+	KT_OK(pair_create(ctx, &p));
+	KT_OK(buf_alloc(ctx, &l, true, total, 0x11));
+	KT_OK(buf_alloc(ctx, &r, true, total, 0x22));
+	std::vector<std::vector<uint8_t>> src(N);
+	for (int round = 0; round < 5; round++) {
+		struct kinet_sge s[N];
+		struct kinet_send_wr w[N];
+		for (int i = 0; i < N; i++) {
+			src[i].resize(len[i]);
+			pattern(src[i], (unsigned)(round * N + i));
+			buf_write(&l, off[i], src[i].data(), len[i]);
+			s[i] = sge(&l, off[i], (uint32_t)len[i]);
+			w[i] = wr((uint64_t)i, KINET_WR_RDMA_WRITE, &s[i], &r, off[i]);
+			if (i % 3 != 2 && i != 63 && i != N - 1)
+				w[i].send_flags = 0; /* covered by the next signaled one */
+		}
+		KT_OK(kinet_qp_post_send(p.qp[0], w, N, NULL));
+		int checked = 0;
+		uint64_t deadline = now_ms() + DEADLINE_MS;
+		while (checked < N) {
+			struct kinet_wc wc[N];
+			int n = kinet_cq_poll(p.cq[0], N, wc);
+			KT_CHECK(n >= 0);
+			if (n <= 0) {
+				KT_CHECK(now_ms() < deadline);
+				if (now_ms() >= deadline)
+					break;
+				continue;
+			}
+			int last = (int)wc[n - 1].wr_id;
+			KT_CHECK(last >= checked && last < N);
+			if (last < checked || last >= N)
+				break;
+			std::vector<uint8_t> want(src[last].end() - tail, src[last].end());
+			KT_CHECK(buf_read(&r, (long)(off[last] + len[last] - tail), tail) == want);
+			for (int k = 0; k < n; k++)
+				KT_CHECK_EQ(wc[k].status, 0);
+			for (; checked <= last; checked++)
+				KT_CHECK(buf_read(&r, (long)off[checked], len[checked]) == src[checked]);
+		}
+	}
+	KT_CHECK(guards_ok(&l) && guards_ok(&r));
+	buf_free(&l);
+	buf_free(&r);
+	pair_destroy(&p);
+	kinet_ctx_close(ctx);
+}
+
+KT_MAIN(gpu_to_gpu, host_to_gpu, gpu_to_host, gpu_batch_completions, gpu_atomics, gpu_atomics_concurrent,
+	gpu_protection)

@@ -224,14 +224,25 @@ void kinet_pending_seal(struct kinet_engine_thread *t, struct kinet_qp *qp)
 			p->sealed = true;
 }
 
-/* A by_copy operation is done once the event covering it fired. */
-static bool copies_done(const struct kinet_pending *p)
+/* A by_copy operation is done once the event covering it fired.  *fired:
+ * the event this reap already saw fire.  The operations of one pass share
+ * its event, and a query is a driver call (1.6-2 us of CPU time on the H200
+ * host, where cudaMemcpyAsync takes 5-6 us): asked once per operation, it
+ * had added a query to every GPU-memory write the engine completes. */
+static bool copies_done(const struct kinet_pending *p, void **fired)
 {
 	if (!p->sealed)
 		return false;
-	for (; p; p = p->next)
-		if (p->by_copy && p->event)
-			return event_done(p->event);
+	for (; p; p = p->next) {
+		if (!p->by_copy || !p->event)
+			continue;
+		if (p->event == *fired)
+			return true;
+		if (!event_done(p->event))
+			return false;
+		*fired = p->event;
+		return true;
+	}
 	return true; /* sealed without an event: waited for at the seal */
 }
 
@@ -250,11 +261,14 @@ int kinet_pending_reap(struct kinet_engine_thread *t, struct kinet_qp *qp)
 {
 	int done = 0;
 	struct kinet_pending *p;
+	/* Events go back to the pool as their holders are popped, but are
+	 * taken again only by a seal: within this reap an event is one pass's. */
+	void *fired = NULL;
 
 	while ((p = kinet_sqp(qp)->pending_head)) {
 		uint8_t syndrome = 0;
 
-		if (p->by_copy ? !copies_done(p)
+		if (p->by_copy ? !copies_done(p, &fired)
 			       : !kinet_sqp(qp)->transport->op_done(qp, p->token, &syndrome))
 			break;
 		if (syndrome || atomic_load(&qp->state) == KINET_QPS_ERR) {
