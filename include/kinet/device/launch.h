@@ -25,41 +25,38 @@ struct kinet_emu_block {
 };
 
 #ifdef __cplusplus
-#define KINET_EMU_THREAD_LOCAL thread_local
-#else
-#define KINET_EMU_THREAD_LOCAL _Thread_local
-#endif
-static KINET_EMU_THREAD_LOCAL unsigned kinet_emu_block_idx;
-static KINET_EMU_THREAD_LOCAL unsigned kinet_emu_grid_blocks = 1;
-
-static inline unsigned kinet_dev_block_id(void)
-{
-	return kinet_emu_block_idx;
-}
-
-static inline unsigned kinet_dev_grid_blocks(void)
-{
-	return kinet_emu_grid_blocks;
-}
-
-static inline void *kinet_devi_emu_block_main(void *p)
-{
-	struct kinet_emu_block *b = (struct kinet_emu_block *)p;
-	kinet_emu_block_idx = b->block;
-	kinet_emu_grid_blocks = b->nblocks;
-	b->fn(b->arg);
-	return NULL;
-}
-
-#ifdef __cplusplus
 extern "C" {
 #endif
 /* Counts emulated device threads in libkinet: its engine threads stop
  * spinning when the polling threads outnumber the cores. */
 KINET_API void kinet_emu_threads_add(int delta);
+/* The calling emulated thread's block index and block count, kept in
+ * libkinet (one per thread for the whole program, whichever file the
+ * device code is in). */
+KINET_API void kinet_emu_block_enter(unsigned block, unsigned nblocks);
+KINET_API unsigned kinet_emu_block_id(void);
+KINET_API unsigned kinet_emu_grid_blocks(void);
 #ifdef __cplusplus
 }
 #endif
+
+static inline unsigned kinet_dev_block_id(void)
+{
+	return kinet_emu_block_id();
+}
+
+static inline unsigned kinet_dev_grid_blocks(void)
+{
+	return kinet_emu_grid_blocks();
+}
+
+static inline void *kinet_devi_emu_block_main(void *p)
+{
+	struct kinet_emu_block *b = (struct kinet_emu_block *)p;
+	kinet_emu_block_enter(b->block, b->nblocks);
+	b->fn(b->arg);
+	return NULL;
+}
 
 /* Runs fn(arg) as nblocks concurrent CPU threads; 0 or a negative errno. */
 static inline int kinet_emu_launch(unsigned nblocks, void (*fn)(void *), void *arg)
