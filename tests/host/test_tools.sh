@@ -2,8 +2,8 @@
 # kinet-info and kinet-perf flags: --help and --version answer only that,
 # bad sizes and a missing operation are refused, bw rows show no latency,
 # and a plain run prints no "error:" line (nothing asked for a provider or
-# a carrier that is missing), and a two-rank run measures its floors
-# between the ranks.  Usage: test_tools.sh KINET_INFO KINET_PERF KINETRUN
+# a carrier that is missing), several posting units give a rate, and a
+# two-rank run measures its floors between the ranks.  Usage: test_tools.sh KINET_INFO KINET_PERF KINETRUN
 set -u
 INFO=$1
 PERF=$2
@@ -83,6 +83,15 @@ run "kinet-perf --lat" 0 "$PERF" write --lat -s 8 --iters 50 --no-floors
 lacks err "error:"
 awk '$1 == "write" && $2 == "lat" { n++; if ($14 !~ /^[0-9.]+$/) bad++ } END { exit !(n > 0 && !bad) }' \
 	"$TMP/out" || { fail "lat rows: no latency"; cat "$TMP/out"; }
+
+# Several posting units, whose device code kinet-perf compiles apart from
+# the launch: each posts and the rate is one (under host emulation every
+# unit had been block 0, and the rate printed 0.000).
+run "kinet-perf --rate, 4 units" 0 "$PERF" write --rate -s 8 -t 4 -q 2 --iters 200 --initiator gpu --no-floors
+lacks err "error:"
+# ... GB/s Mops/s: column 18
+awk '$1 == "write" && $2 == "rate" { n++; if (!($18 + 0 > 0)) bad++ } END { exit !(n > 0 && !bad) }' \
+	"$TMP/out" || { fail "rate rows: no rate"; cat "$TMP/out"; }
 
 run "kinet-perf, two ranks" 0 "$KINETRUN" -n 2 --timeout 60 -- "$PERF" write --lat -s 8 --iters 200
 has out "rank 0<->rank 1 round trip"
