@@ -170,8 +170,11 @@ static void *engine_main(void *arg)
 			what = ENGINE_SLEEP;
 		}
 		/* The empty pass and what followed it count as idle time of the
-		 * state it ended in. */
-		now = kinet_now_ns();
+		 * state it ended in.  After a spin's one pause the clock is not
+		 * read again (the pause counts with the next pass): a reading
+		 * is a large share of an idle pass. */
+		if (what != ENGINE_SPIN)
+			now = kinet_now_ns();
 		stat_add(what == ENGINE_SPIN	? &t->stats.spin_ns
 			 : what == ENGINE_YIELD ? &t->stats.yield_ns
 						: &t->stats.sleep_ns,

@@ -151,6 +151,7 @@ struct kinet_carrier {
 	size_t bundle_max;	  /* payload bytes of a bundle; 0: no bundles */
 	int bundles;		  /* peers with an open bundle (read without the lock) */
 	uint64_t next_check_ns;
+	uint32_t check_calls; /* ofi_check_peers reads the clock every 64th */
 };
 
 /* ofi_setup.c */
