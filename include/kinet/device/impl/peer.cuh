@@ -56,8 +56,9 @@
 
 /* Defined 0 before kinet/device.cuh, the verbs never try the peer path:
  * every operation posts WQEs, on QPs with a peer path too (the engine then
- * performs them).  On a QP without a peer path it saves the verb's one
- * load of the table pointer (kinet_devi_peer_view_load). */
+ * performs them).  What it saves is the attempt's loads on a QP without a
+ * peer path, which a verb cannot skip before it has them: about 0.6 us of
+ * an 8-byte put over the software NIC on an H200 (docs/PEER_PATH.md). */
 #ifndef KINET_DEV_PEER_PATH
 #define KINET_DEV_PEER_PATH 1
 #endif
@@ -184,28 +185,24 @@ KINET_DEV_FN int kinet_devi_peer_drain(struct kinet_dev_qp *qp, uint64_t *ticket
 	return kinet_dev_sq_wait(qp, *ticket);
 }
 
-/* What a peer verb reads of its QP: the table pointer first, on its own,
- * then in one round trip to L2 the first keys of both tables (the
- * descriptor's copies, read at GPU scope so a revoked key is seen at once)
- * and the send queue's counters.  The pointer alone decides a QP without a
- * peer path (every ConnectX QP; a software-NIC QP to another host or to
- * host memory), with a plain load that the L1 may still hold.  Loaded
- * together with the rest, it made such a QP wait for the rest too (a
- * verb waits for the whole group of loads before it branches): 0.4-0.5 us
- * of an 8-byte put over the software NIC on an H200.  A peer QP pays one
- * dependent load more (~0.1 us there; docs/benchmarks/software-nic.md). */
+/* What a peer verb reads of its QP before it takes any branch, so that all
+ * of it comes in one round trip to L2 (a verb's latency is its number of
+ * dependent round trips, ~150 ns each on an H200, and after any acquire
+ * the L1 holds nothing of the QP): the table pointer, the first keys of
+ * both tables (the descriptor's copies, read at GPU scope so a revoked
+ * key is seen at once) and the send queue's counters. */
 struct kinet_devi_peer_view {
-	const struct kinet_dev_peer *pt;
-	uint32_t key[2][4]; /* local, remote: slots 0-3 */
+	const struct kinet_dev_peer *pt; /* NULL: not a peer QP */
+	uint32_t key[2][4];		 /* local, remote: slots 0-3 */
 	uint32_t max_inline, sharing, err;
 	uint64_t ready, done;
 };
 
-/* 1 and *v for a QP whose operations may take the peer path, else 0. */
-KINET_DEV_FN int kinet_devi_peer_view_load(const struct kinet_dev_qp *qp, struct kinet_devi_peer_view *v)
+KINET_DEV_FN void kinet_devi_peer_view_load(const struct kinet_dev_qp *qp, struct kinet_devi_peer_view *v)
 {
-	if (!kinet_devi_peer_on(qp))
-		return 0;
+	v->pt = NULL; /* every verb misses on it first */
+	if (!KINET_DEV_PEER_PATH)
+		return;
 	v->pt = qp->peer;
 	v->max_inline = qp->max_inline;
 	v->sharing = qp->sharing;
@@ -218,7 +215,6 @@ KINET_DEV_FN int kinet_devi_peer_view_load(const struct kinet_dev_qp *qp, struct
 	v->err = kinet_devi_load_relaxed_u32_gpu(&qp->sq_error);
 	v->ready = rd[0];
 	v->done = rd[1];
-	return 1;
 }
 
 /* One window a peer operation needs: which table, key, range and right. */
@@ -292,8 +288,8 @@ KINET_DEV_FN int kinet_devi_peer_put_g(int g, struct kinet_dev_qp *qp, const voi
 				       uint64_t raddr, uint32_t rkey, uint64_t size, uint64_t *ticket)
 {
 	struct kinet_devi_peer_view v;
-	if (!kinet_devi_peer_view_load(qp, &v) || !size ||
-	    !kinet_devi_peer_size_ok(g, size, KINET_DEV_PEER_PUT_BYTES_PER_THREAD))
+	kinet_devi_peer_view_load(qp, &v);
+	if (!v.pt || !size || !kinet_devi_peer_size_ok(g, size, KINET_DEV_PEER_PUT_BYTES_PER_THREAD))
 		return KINET_DEVI_PEER_MISS;
 	const struct kinet_devi_peer_need need[2] = {
 		{1, rkey, raddr, size, KINET_ACCESS_REMOTE_WRITE},
@@ -312,7 +308,8 @@ KINET_DEV_FN int kinet_devi_peer_put_inline_g(int g, struct kinet_dev_qp *qp, co
 					      uint64_t raddr, uint32_t rkey, uint64_t *ticket)
 {
 	struct kinet_devi_peer_view v;
-	if (!kinet_devi_peer_view_load(qp, &v) || !size || size > v.max_inline || size > KINET_DEV_MAX_INLINE)
+	kinet_devi_peer_view_load(qp, &v);
+	if (!v.pt || !size || size > v.max_inline || size > KINET_DEV_MAX_INLINE)
 		return KINET_DEVI_PEER_MISS;
 	const struct kinet_devi_peer_need need = {1, rkey, raddr, size, KINET_ACCESS_REMOTE_WRITE};
 	uint8_t *dst;
@@ -333,8 +330,8 @@ KINET_DEV_FN int kinet_devi_peer_get_g(int g, struct kinet_dev_qp *qp, void *lad
 				       uint64_t raddr, uint32_t rkey, uint64_t size, uint64_t *ticket)
 {
 	struct kinet_devi_peer_view v;
-	if (!kinet_devi_peer_view_load(qp, &v) || !size ||
-	    !kinet_devi_peer_size_ok(g, size, KINET_DEV_PEER_GET_BYTES_PER_THREAD))
+	kinet_devi_peer_view_load(qp, &v);
+	if (!v.pt || !size || !kinet_devi_peer_size_ok(g, size, KINET_DEV_PEER_GET_BYTES_PER_THREAD))
 		return KINET_DEVI_PEER_MISS;
 	const struct kinet_devi_peer_need need[2] = {
 		{1, rkey, raddr, size, KINET_ACCESS_REMOTE_READ},
@@ -358,7 +355,8 @@ KINET_DEV_FN int kinet_devi_peer_atomic_g(int g, struct kinet_dev_qp *qp, int ca
 					  uint64_t swap, uint64_t *ticket)
 {
 	struct kinet_devi_peer_view v;
-	if (!kinet_devi_peer_view_load(qp, &v) || (raddr & 7) || ((uintptr_t)result & 7))
+	kinet_devi_peer_view_load(qp, &v);
+	if (!v.pt || (raddr & 7) || ((uintptr_t)result & 7))
 		return KINET_DEVI_PEER_MISS;
 	const struct kinet_devi_peer_need need[2] = {
 		{1, rkey, raddr, 8, KINET_ACCESS_REMOTE_ATOMIC},
@@ -388,7 +386,8 @@ KINET_DEV_FN int kinet_devi_peer_put_signal_g(int g, struct kinet_dev_qp *qp, co
 					      uint64_t *ticket)
 {
 	struct kinet_devi_peer_view v;
-	if (!kinet_devi_peer_view_load(qp, &v) || (sig_raddr & 7) ||
+	kinet_devi_peer_view_load(qp, &v);
+	if (!v.pt || (sig_raddr & 7) ||
 	    !kinet_devi_peer_size_ok(g, size, KINET_DEV_PEER_PUT_BYTES_PER_THREAD))
 		return KINET_DEVI_PEER_MISS;
 	const struct kinet_devi_peer_need need[3] = {
