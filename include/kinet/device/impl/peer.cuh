@@ -57,7 +57,7 @@
 /* Defined 0 before kinet/device.cuh, the verbs never try the peer path:
  * every operation posts WQEs, on QPs with a peer path too (the engine then
  * performs them).  What it saves is the attempt's loads on a QP without a
- * peer path, which a verb cannot skip before it has them: 0.25-0.6 us of
+ * peer path, which a verb cannot skip before it has them: about 0.6 us of
  * an 8-byte put over the software NIC on an H200 (docs/PEER_PATH.md). */
 #ifndef KINET_DEV_PEER_PATH
 #define KINET_DEV_PEER_PATH 1
