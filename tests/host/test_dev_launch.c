@@ -7,23 +7,14 @@
  * and every thread was block 0 (kinet-perf's units, since its device code
  * left launch.cu, all posted as unit 0).
  */
-#include "kinet/device/launch.h"
 #include "kt.h"
 
 #include "dev_launch_body.h"
 
-/* dev_launch_record's twin, compiled in the launching file. */
+/* The same recording, compiled in the launching file. */
 static void record_here(void *arg)
 {
-	struct dev_launch_seen *s = arg;
-	unsigned b = kinet_dev_block_id();
-
-	if (b >= DEV_LAUNCH_BLOCKS) {
-		__atomic_add_fetch(&s->out_of_range, 1, __ATOMIC_RELAXED);
-		return;
-	}
-	__atomic_add_fetch(&s->count[b], 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->grid[b], kinet_dev_grid_blocks(), __ATOMIC_RELAXED);
+	dev_launch_record_inline(arg);
 }
 
 static void check_each_block_once(const struct dev_launch_seen *s)

@@ -3,7 +3,8 @@
 # bad sizes and a missing operation are refused, bw rows show no latency,
 # and a plain run prints no "error:" line (nothing asked for a provider or
 # a carrier that is missing), several posting units give a rate, and a
-# two-rank run measures its floors between the ranks.  Usage: test_tools.sh KINET_INFO KINET_PERF KINETRUN
+# two-rank run measures its floors between the ranks.
+# Usage: test_tools.sh KINET_INFO KINET_PERF KINETRUN
 set -u
 INFO=$1
 PERF=$2
