@@ -273,15 +273,19 @@ int kinet_cq_write(struct kinet_cq *cq, const struct kinet_cqe_desc *desc, bool 
 		ovf.cqe_opcode = KINET_CQE_REQ_ERR;
 		ovf.syndrome = KINET_SYND_LOCAL_QP_OP_ERR;
 		ovf.vendor_syndrome = KINET_VENDOR_SYND_CQ_OVERRUN;
+		KINET_ERR("CQ of depth %u overran (QP %u, WQE %u): completions are lost", cq->depth,
+			  desc->qpn, desc->wqe_counter);
+		/* The error and the QPs' state come before the report, so a
+		 * consumer that sees the report or -EOVERFLOW also sees them.
+		 * obj_lock nests inside cq->lock here; nothing takes cq->lock
+		 * while holding obj_lock. */
+		kinet_ctx_record_error(cq->ctx, -EOVERFLOW, desc->qpn, KINET_SYND_LOCAL_QP_OP_ERR,
+				       desc->wqe_opcode, desc->wqe_counter);
+		cq_fail_qps(cq);
 		cqe_fill(cqe, &ovf);
 		cqe_publish(cq, cqe, &ovf);
 		atomic_store(&cq->overrun, true);
 		pthread_mutex_unlock(&cq->lock);
-		KINET_ERR("CQ of depth %u overran (QP %u, WQE %u): completions are lost", cq->depth,
-			  desc->qpn, desc->wqe_counter);
-		kinet_ctx_record_error(cq->ctx, -EOVERFLOW, desc->qpn, KINET_SYND_LOCAL_QP_OP_ERR,
-				       desc->wqe_opcode, desc->wqe_counter);
-		cq_fail_qps(cq);
 		return -EOVERFLOW;
 	}
 	cqe_fill(cqe, desc);

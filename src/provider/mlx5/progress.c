@@ -121,12 +121,13 @@ static void cq_overrun(struct kinet_mlx5_ctx *m, struct ibv_cq *ibcq)
 		if (kinet_mcq(cq)->ibcq && ibv_cq_ex_to_cq(kinet_mcq(cq)->ibcq) == ibcq)
 			break;
 	if (cq) {
-		atomic_store(&cq->overrun, true);
 		KINET_ERR("CQ of depth %u overran: completions are lost", cq->depth);
 		kinet_ctx_record_error(ctx, -EOVERFLOW, 0, KINET_SYND_LOCAL_QP_OP_ERR, 0, 0);
 		for (struct kinet_qp *qp = ctx->qps; qp; qp = qp->next_in_ctx)
 			if (qp->attr.send_cq == cq || qp->attr.recv_cq == cq)
 				kinet_qp_to_error(qp, "its completion queue overran");
+		/* Last: a poller that sees -EOVERFLOW sees the QPs in error. */
+		atomic_store(&cq->overrun, true);
 	}
 	pthread_mutex_unlock(&ctx->obj_lock);
 }
