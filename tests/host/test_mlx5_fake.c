@@ -603,7 +603,7 @@ KT_TEST(async_events)
 	     kt_now_ms() < end && kinet_cq_poll(p.cq[0], 1, &wc) != -EOVERFLOW;)
 		kt_sleep_ms(1);
 	KT_CHECK_EQ(kinet_cq_poll(p.cq[0], 1, &wc), -EOVERFLOW);
-	/* Moved before the overrun is told, so no wait for it. */
+	/* The provider fails the QPs before it marks the CQ overrun. */
 	KT_CHECK_EQ(kinet_qp_get_state(p.qp[0]), KINET_QPS_ERR);
 	/* The acknowledgment follows the handling, on the progress thread. */
 	int now_acked = acked;
