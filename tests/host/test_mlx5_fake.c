@@ -575,6 +575,15 @@ KT_TEST(error_cqe)
 	KT_CHECK(clean());
 }
 
+/* Async events the progress thread has acknowledged so far. */
+static int events_acked(void)
+{
+	pthread_mutex_lock(&F->lock);
+	int n = F->ev_acked;
+	pthread_mutex_unlock(&F->lock);
+	return n;
+}
+
 /* The NIC's async events: a QP's fatal error, a CQ's overrun. */
 KT_TEST(async_events)
 {
@@ -589,9 +598,7 @@ KT_TEST(async_events)
 	KT_OK(open_mlx5(&ctx));
 	pair_opts(&o, KINET_DB_AUTO);
 	KT_OK(kt_pair_create(&p, ctx, ctx, &o));
-	pthread_mutex_lock(&F->lock);
-	acked = F->ev_acked;
-	pthread_mutex_unlock(&F->lock);
+	acked = events_acked();
 	push_event(IBV_EVENT_QP_FATAL, qp_rec(p.qp[1])->ibqp, NULL);
 	KT_CHECK(kt_wait_state(p.qp[1], KINET_QPS_ERR, 2000));
 	KT_OK(kinet_ctx_last_error(ctx, &err));
@@ -606,13 +613,9 @@ KT_TEST(async_events)
 	/* The provider fails the QPs before it marks the CQ overrun. */
 	KT_CHECK_EQ(kinet_qp_get_state(p.qp[0]), KINET_QPS_ERR);
 	/* The acknowledgment follows the handling, on the progress thread. */
-	int now_acked = acked;
-	for (uint64_t end = kt_now_ms() + 2000; kt_now_ms() < end && now_acked < acked + 2; kt_sleep_ms(1)) {
-		pthread_mutex_lock(&F->lock);
-		now_acked = F->ev_acked;
-		pthread_mutex_unlock(&F->lock);
-	}
-	KT_CHECK_EQ(now_acked, acked + 2);
+	for (uint64_t end = kt_now_ms() + 2000; kt_now_ms() < end && events_acked() < acked + 2;)
+		kt_sleep_ms(1);
+	KT_CHECK_EQ(events_acked(), acked + 2);
 	kt_pair_destroy(&p);
 	KT_OK(kinet_ctx_close(ctx));
 	KT_CHECK(clean());
