@@ -431,7 +431,22 @@ static struct kinet_carrier_peer *slot_peer(struct kinet_carrier *c, uint32_t i)
 	return c->from[i];
 }
 
-/* Delivers what ring i holds; returns the number of messages. */
+/* A ring whose producer broke the format: logged the first time and then
+ * each time the count doubles (a peer cannot flood the log). */
+static void garbled(struct kinet_carrier *c, uint32_t i, const char *what)
+{
+	static atomic_ulong count;
+	unsigned long n = atomic_fetch_add(&count, 1) + 1;
+
+	if (!(n & (n - 1)))
+		KINET_WARN("node carrier: ring %u of %s: %s; its content is dropped (%lu such rings so far)",
+			   i, c->name, what, n);
+}
+
+/* Delivers what ring i holds; returns the number of messages.  Everything
+ * in the ring, head and tail included, is written by another process and
+ * checked before use: a record must lie between head and tail and inside
+ * the ring, so the loop ends whatever the producer wrote. */
 static int drain_slot(struct kinet_carrier *c, uint32_t i, kinet_carrier_deliver_fn deliver, void *arg)
 {
 	struct node_slot *s = &c->seg->slots[i];
@@ -442,23 +457,29 @@ static int drain_slot(struct kinet_carrier *c, uint32_t i, kinet_carrier_deliver
 
 	KINET_TSAN_ACQUIRE(&tsan_edge);
 	while (head != tail) {
-		uint64_t pos = head % NODE_RING_BYTES;
+		uint64_t pos = head % NODE_RING_BYTES, avail = tail - head, need;
 		uint32_t hdr[2];
 
-		memcpy(hdr, ring + pos, sizeof(hdr));
-		if (hdr[1] & NODE_REC_WRAP) {
-			head += NODE_RING_BYTES - pos;
-		} else if (hdr[0] > KINET_CARRIER_MAX_MSG || pos + 8 + hdr[0] > NODE_RING_BYTES ||
-			   tail - head > NODE_RING_BYTES) {
-			KINET_WARN("node carrier: garbled record in ring %u of %s, dropping its content", i,
-				   c->name);
+		if (avail > NODE_RING_BYTES || avail < 8 || (pos & 7) || (avail & 7)) {
+			garbled(c, i, "head and tail are not a record apart");
+			head = tail;
+		} else if (memcpy(hdr, ring + pos, sizeof(hdr)), hdr[1] & NODE_REC_WRAP) {
+			if (NODE_RING_BYTES - pos > avail) {
+				garbled(c, i, "a wrap marker reaches past the tail");
+				head = tail;
+			} else {
+				head += NODE_RING_BYTES - pos;
+			}
+		} else if (hdr[0] > KINET_CARRIER_MAX_MSG ||
+			   (need = 8 + ((hdr[0] + 7ull) & ~7ull)) > NODE_RING_BYTES - pos || need > avail) {
+			garbled(c, i, "a record reaches past the tail or the ring's end");
 			head = tail;
 		} else {
 			struct kinet_carrier_peer *p = slot_peer(c, i);
 
 			if (p)
 				deliver(c, p, ring + pos + 8, hdr[0], arg);
-			head += 8 + ((hdr[0] + 7u) & ~7u);
+			head += need;
 			n++;
 		}
 		atomic_store_explicit(&s->head, head, memory_order_release);
