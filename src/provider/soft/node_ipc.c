@@ -223,14 +223,9 @@ static void probe(struct rp_qp *p, const struct kinet_mr *mr)
 	memset(&ipc, 0, sizeof(ipc));
 	memcpy(ipc.handle, kinet_smr(mr)->ipc_handle, sizeof(ipc.handle));
 	ipc.size = kinet_smr(mr)->ipc_size;
-	memset(&m, 0, sizeof(m));
-	m.magic = RP_MAGIC;
-	m.version = RP_VERSION;
-	m.type = RP_IPC_PROBE;
+	rp_msg_init(&m, kinet_sctx(p->qp->ctx)->remote, RP_IPC_PROBE, p->qp->qpn, p->qp->remote.qpn,
+		    p->peer_token);
 	m.flags = RP_FLAG_LAST;
-	m.src_qpn = p->qp->qpn;
-	m.dst_qpn = p->qp->remote.qpn;
-	m.src_node = p->qp->ctx->node_id;
 	m.frag_len = sizeof(ipc);
 	if (p->car->ops->send(p->car->c, p->peer, iov, 2)) {
 		free(e);
@@ -360,8 +355,17 @@ void rp_ipc_on_probe(struct rp_state *rs, struct rp_carrier *car, struct kinet_c
 	struct rp_ipc ipc;
 	struct rp_msg a;
 
+	struct rp_qp *p = rp_find_qp(rs, m->dst_qpn);
+
 	if (!car || !peer || m->frag_len != sizeof(ipc)) {
-		KINET_WARN("remote: dropping a malformed CUDA IPC probe of QP %u", m->src_qpn);
+		rp_drop(rs, RP_DROP_GARBLED, m);
+		return;
+	}
+	/* Only the connected peer may make this process open its memory (a
+	 * probe that comes before the target connected is dropped: that
+	 * allocation is staged). */
+	if (!p || p->qp->remote.qpn != m->src_qpn || p->qp->remote.node_id != m->src_node) {
+		rp_drop(rs, p ? RP_DROP_SENDER : RP_DROP_NO_QP, m);
 		return;
 	}
 	memcpy(&ipc, payload, sizeof(ipc));
@@ -371,6 +375,8 @@ void rp_ipc_on_probe(struct rp_state *rs, struct rp_carrier *car, struct kinet_c
 	a.src_qpn = m->dst_qpn;
 	a.dst_qpn = m->src_qpn;
 	a.src_node = rs->ctx->node_id;
+	a.token = m->src_token;
+	a.src_token = rs->token;
 	a.syndrome = car == &rs->car[RP_NODE] && rp_ipc_map_get(rs, m->src_node, &ipc) ? 0 : 1;
 	rp_send_queued(rs, car, peer, &a, &ipc, sizeof(ipc));
 }

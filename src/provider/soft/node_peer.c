@@ -43,16 +43,10 @@
 #define PEER_CHECK_NS (20ull * 1000000ull)
 
 static void msg_init(struct rp_msg *m, const struct rp_state *rs, uint8_t type, uint32_t src_qpn,
-		     uint32_t dst_qpn)
+		     uint32_t dst_qpn, uint64_t token)
 {
-	memset(m, 0, sizeof(*m));
-	m->magic = RP_MAGIC;
-	m->version = RP_VERSION;
-	m->type = type;
+	rp_msg_init(m, rs, type, src_qpn, dst_qpn, token);
 	m->flags = RP_FLAG_LAST;
-	m->src_qpn = src_qpn;
-	m->dst_qpn = dst_qpn;
-	m->src_node = rs->ctx->node_id;
 }
 
 /* ---- initiator ---- */
@@ -66,7 +60,7 @@ int rp_peer_hello(struct kinet_qp *qp)
 	if (!rs || !p)
 		return -ENOTCONN;
 	pthread_mutex_lock(&rs->lock);
-	msg_init(&m, rs, RP_PEER_HELLO, qp->qpn, qp->remote.qpn);
+	msg_init(&m, rs, RP_PEER_HELLO, qp->qpn, qp->remote.qpn, p->peer_token);
 	m.timeout_ms = qp->attr.timeout_ms;
 	rp_send_queued(rs, p->car, p->peer, &m, NULL, 0);
 	pthread_mutex_unlock(&rs->lock);
@@ -78,7 +72,7 @@ static void ack(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrie
 {
 	struct rp_msg a;
 
-	msg_init(&a, rs, RP_PEER_ACK, m->dst_qpn, m->src_qpn);
+	msg_init(&a, rs, RP_PEER_ACK, m->dst_qpn, m->src_qpn, m->src_token);
 	a.seq = m->seq;
 	rp_send_queued(rs, car, peer, &a, NULL, 0);
 }
@@ -221,7 +215,7 @@ static void send_window(struct rp_state *rs, struct rp_peer_sub *s, struct kinet
 	struct rp_msg m;
 
 	window_of(mr, &pw);
-	msg_init(&m, rs, RP_PEER_WINDOW, s->target_qpn, s->qpn);
+	msg_init(&m, rs, RP_PEER_WINDOW, s->target_qpn, s->qpn, s->token);
 	m.seq = ++s->sent;
 	m.frag_len = sizeof(pw);
 	rp_send_queued(rs, s->car, s->peer, &m, &pw, sizeof(pw));
@@ -231,7 +225,7 @@ static void send_revoke(struct rp_state *rs, struct rp_peer_sub *s, uint32_t key
 {
 	struct rp_msg m;
 
-	msg_init(&m, rs, RP_PEER_REVOKE, s->target_qpn, s->qpn);
+	msg_init(&m, rs, RP_PEER_REVOKE, s->target_qpn, s->qpn, s->token);
 	m.seq = ++s->sent;
 	m.rkey = key;
 	rp_send_queued(rs, s->car, s->peer, &m, NULL, 0);
@@ -241,11 +235,26 @@ void rp_peer_on_hello(struct rp_state *rs, struct rp_carrier *car, struct kinet_
 		      const struct rp_msg *m)
 {
 	struct kinet_ctx *ctx = rs->ctx;
+	struct rp_qp *conn = rp_find_qp(rs, m->dst_qpn);
+	struct kinet_qp *tq = NULL;
+	uint32_t timeout_ms = 0;
 	struct rp_peer_sub *s;
 	struct rp_msg end;
 
-	msg_init(&end, rs, RP_PEER_WINDOW, m->dst_qpn, m->src_qpn);
-	if (!car || !peer || !kinet_ctx_find_qp(ctx, m->dst_qpn)) {
+	msg_init(&end, rs, RP_PEER_WINDOW, m->dst_qpn, m->src_qpn, m->src_token);
+	if (conn && (conn->qp->remote.qpn != m->src_qpn || conn->qp->remote.node_id != m->src_node)) {
+		/* Windows are for the QP's peer only. */
+		rp_drop(rs, RP_DROP_SENDER, m);
+		return;
+	}
+	/* A QP not connected yet may be asked by its peer-to-be, which is
+	 * faster to connect; it is looked up with a reference, since nothing
+	 * of this context's locks keeps it. */
+	if (car && peer && (tq = kinet_ctx_get_qp(ctx, m->dst_qpn))) {
+		timeout_ms = tq->attr.timeout_ms;
+		kinet_qp_put(tq);
+	}
+	if (!car || !peer || !tq) {
 		end.syndrome = 1;
 		if (car && peer)
 			rp_send_queued(rs, car, peer, &end, NULL, 0);
@@ -269,7 +278,10 @@ void rp_peer_on_hello(struct rp_state *rs, struct rp_carrier *car, struct kinet_
 	s->target_qpn = m->dst_qpn;
 	s->car = car;
 	s->peer = peer;
-	s->timeout_ms = m->timeout_ms;
+	/* How long a registration waits for this initiator: the target's
+	 * own bound, whatever the initiator asks for. */
+	s->timeout_ms = m->timeout_ms < timeout_ms ? m->timeout_ms : timeout_ms;
+	s->token = m->src_token;
 	/* The MR table is read-locked by the caller (remote_progress): a
 	 * region registered later is published to s by kinet_mr_reg. */
 	for (uint32_t i = 0; i < ctx->mr_table_size; i++)

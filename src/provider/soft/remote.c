@@ -8,7 +8,9 @@
  *             differ by host name);
  *   [8..19]   node carrier address (zero when the node carrier is closed);
  *   [20]      ofi carrier address length, 0 when there is none;
- *   [21..95]  ofi carrier address.
+ *   [21..87]  ofi carrier address;
+ *   [88..95]  the context's token (rp_msg.token in remote.h), which every
+ *             message to it must carry.
  * $KINET_TRANSPORT=auto|local|node|ofi: auto picks local for a QP of the
  * same process (same node id), node for the same host id, else ofi; a
  * forced choice is used or the connect fails with the reason.  Forcing
@@ -29,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "engine.h"
@@ -38,7 +41,8 @@
 #define INFO_NODE_LEN 12
 #define INFO_OFI_LEN_OFF 20
 #define INFO_OFI_OFF 21
-#define INFO_OFI_MAX (KINET_QP_INFO_TRANSPORT_BYTES - INFO_OFI_OFF)
+#define INFO_TOKEN_OFF (KINET_QP_INFO_TRANSPORT_BYTES - 8)
+#define INFO_OFI_MAX (INFO_TOKEN_OFF - INFO_OFI_OFF)
 
 /* Builds without libfabric have no ofi carrier; the weak reference is
  * NULL then, and the ofi transport reports it at connect. */
@@ -87,6 +91,64 @@ static uint64_t get64(const uint8_t *p)
 	return v;
 }
 
+static const char *const drop_why[RP_DROP_REASONS] = {
+	[RP_DROP_GARBLED] = "garbled or of another protocol version",
+	[RP_DROP_TOKEN] = "wrong token: not from a member of this job",
+	[RP_DROP_NO_QP] = "for a QP that does not exist here",
+	[RP_DROP_SENDER] = "from a QP its target is not connected to",
+	[RP_DROP_LIMIT] = "over the bound on what is held for other processes",
+	[RP_DROP_EXPIRED] = "held past the target's timeout",
+	[RP_DROP_NOMEM] = "out of memory",
+};
+
+void rp_drop(struct rp_state *rs, enum rp_drop why, const struct rp_msg *m)
+{
+	uint64_t n = ++rs->drops[why];
+
+	if (n & (n - 1))
+		return;
+	if (m)
+		KINET_WARN("remote: dropped a message (type %u, QP %u -> %u, operation %llu): %s; "
+			   "%llu dropped so far for this reason",
+			   m->type, m->src_qpn, m->dst_qpn, (unsigned long long)m->seq, drop_why[why],
+			   (unsigned long long)n);
+	else
+		KINET_WARN("remote: dropped a message: %s; %llu dropped so far for this reason",
+			   drop_why[why], (unsigned long long)n);
+}
+
+void rp_msg_init(struct rp_msg *m, const struct rp_state *rs, uint8_t type, uint32_t src_qpn,
+		 uint32_t dst_qpn, uint64_t token)
+{
+	memset(m, 0, sizeof(*m));
+	m->magic = RP_MAGIC;
+	m->version = RP_VERSION;
+	m->type = type;
+	m->src_qpn = src_qpn;
+	m->dst_qpn = dst_qpn;
+	m->src_node = rs->ctx->node_id;
+	m->token = token;
+	m->src_token = rs->token;
+}
+
+int kinet_remote_stats(struct kinet_ctx *ctx, uint64_t drops[RP_DROP_REASONS], uint64_t *token,
+		       size_t *held_bytes)
+{
+	struct rp_state *rs = kinet_sctx(ctx)->remote;
+
+	if (!rs)
+		return -ENOENT;
+	pthread_mutex_lock(&rs->lock);
+	if (drops)
+		memcpy(drops, rs->drops, sizeof(rs->drops));
+	if (token)
+		*token = rs->token;
+	if (held_bytes)
+		*held_bytes = rs->held_bytes;
+	pthread_mutex_unlock(&rs->lock);
+	return 0;
+}
+
 static void deliver(struct kinet_carrier *c, struct kinet_carrier_peer *peer, const void *msg, size_t len,
 		    void *arg)
 {
@@ -95,14 +157,18 @@ static void deliver(struct kinet_carrier *c, struct kinet_carrier_peer *peer, co
 	struct rp_carrier *car = NULL;
 
 	if (len < sizeof(m)) {
-		KINET_WARN("remote: dropping a %zu-byte message (shorter than a header)", len);
+		rp_drop(rs, RP_DROP_GARBLED, NULL);
 		return;
 	}
 	memcpy(&m, msg, sizeof(m));
 	if (m.magic != RP_MAGIC || m.version != RP_VERSION || m.frag_len != len - sizeof(m) ||
 	    m.frag_len > RP_FRAG) {
-		KINET_WARN("remote: dropping a garbled message (magic %08x, version %u, %zu bytes)", m.magic,
-			   m.version, len);
+		rp_drop(rs, RP_DROP_GARBLED, NULL);
+		return;
+	}
+	/* Before anything of the message is looked at. */
+	if (m.token != rs->token) {
+		rp_drop(rs, RP_DROP_TOKEN, &m);
 		return;
 	}
 	for (int k = 0; k < RP_NKINDS; k++)
@@ -175,6 +241,11 @@ struct rp_state *rp_state_get(struct kinet_ctx *ctx)
 	rs = kinet_sctx(ctx)->remote;
 	if (!rs && (rs = calloc(1, sizeof(*rs)))) {
 		rs->ctx = ctx;
+		/* Unpredictable enough to tell jobs and contexts apart; where
+		 * getrandom fails, the clock and addresses still differ. */
+		if (getrandom(&rs->token, sizeof(rs->token), GRND_NONBLOCK) != sizeof(rs->token))
+			rs->token = kinet_now_ns() ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)rs;
+		rs->token |= 1; /* 0 is what a peer that was never told sends */
 		pthread_mutex_init(&rs->lock, NULL);
 		rs->car[RP_NODE].ops = &kinet_carrier_node;
 		rs->car[RP_OFI].ops = &kinet_carrier_ofi; /* NULL without libfabric */
@@ -258,6 +329,7 @@ void kinet_remote_fill_info(struct kinet_ctx *ctx, struct kinet_qp_info *info)
 	if ((!want_node && !want_ofi) || !(rs = rp_state_get(ctx)))
 		return;
 	pthread_mutex_lock(&rs->lock);
+	put64(info->transport + INFO_TOKEN_OFF, rs->token);
 	if (want_node && (car = rp_carrier_get(rs, RP_NODE, asked))) {
 		size_t len = INFO_NODE_LEN;
 
@@ -357,6 +429,7 @@ static int rp_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote, e
 	}
 	p->qp = qp;
 	p->car = car;
+	p->peer_token = get64(remote->transport + INFO_TOKEN_OFF);
 	p->next_seq = 1;
 	p->oldest = 1;
 	p->next = rs->qps;

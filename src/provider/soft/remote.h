@@ -21,11 +21,22 @@
 #include "transport.h"
 
 #define RP_MAGIC 0x50524e4bu /* "KNRP" read as little-endian */
-#define RP_VERSION 4
+#define RP_VERSION 5
 #define RP_FRAG (64u * 1024u) /* payload bytes per message */
 #define RP_WINDOW 64u	      /* outstanding operations per QP */
 /* Writes answered by one response at most (remote_tgt.c, "Acknowledgements"). */
 #define RP_ACK_EVERY 16u
+/* What a target holds for other processes (requests waiting, answers the
+ * carrier had no room for), in bytes: per peer endpoint and in all.  A
+ * request beyond them is not held: one for a connected QP fails its
+ * channel (the requester's QP gets an error completion), any other is
+ * dropped (remote_tgt.c, "Admission and bounds"). */
+#define RP_HOLD_PEER_MAX (32u << 20)
+#define RP_HOLD_TOTAL_MAX (128u << 20)
+/* Answers queued for a peer above which its requests wait (held) instead
+ * of producing more: a peer that does not read its answers stops being
+ * served, it does not grow our memory. */
+#define RP_OUT_BUSY (1u << 20)
 
 /* RP_IPC_PROBE/RP_IPC_ACK: can the target open the requester's CUDA IPC
  * handle (node_ipc.c)?  Outside the order of requests. */
@@ -59,7 +70,15 @@ enum {
 #define RP_FLAG_IPC 0x02u
 
 /* Message header, host byte order (little-endian hosts only: the magic is
- * checked, so a mismatched peer is dropped rather than misread). */
+ * checked, so a mismatched peer is dropped rather than misread).
+ *
+ * token is the receiving context's token and src_token the sender's
+ * (rp_state.token): a context gives its token to peers in kinet_qp_info
+ * (the QP-information exchange a job does at bootstrap) and drops every
+ * message that does not carry it; an answer carries back the src_token of
+ * what it answers.  Not cryptography: a guard against strays (an endpoint
+ * of a finished job that reused the address, a process that only knows
+ * the address) and cross-job traffic, which never reach the protocol. */
 struct rp_msg {
 	uint32_t magic;
 	uint8_t version;
@@ -69,7 +88,9 @@ struct rp_msg {
 	uint32_t src_qpn;  /* sender's QP */
 	uint32_t dst_qpn;  /* receiver's QP */
 	uint64_t src_node; /* sender context's node id */
-	uint64_t seq;	   /* per requester QP, from 1, increasing */
+	uint64_t token;	   /* the receiver's */
+	uint64_t src_token;
+	uint64_t seq; /* per requester QP, from 1, increasing */
 	uint64_t raddr;
 	uint64_t compare;
 	uint64_t swap_add;
@@ -131,7 +152,8 @@ struct rp_peer_sub {
 	uint32_t target_qpn; /* the QP of this context it is connected to */
 	struct rp_carrier *car;
 	struct kinet_carrier_peer *peer;
-	uint32_t timeout_ms; /* the initiator QP's */
+	uint32_t timeout_ms; /* the smaller of the initiator QP's and the target QP's */
+	uint64_t token;	     /* the initiator context's (rp_msg.token) */
 	uint64_t sent;	     /* last token sent */
 	uint64_t acked;	     /* last token acknowledged (they come in order) */
 	bool gone;	     /* withdrawn, or its process died */
@@ -181,13 +203,20 @@ struct rp_qp {
 	struct rp_ipc_peer *ipc; /* allocations probed at the target */
 	bool peer_windows;	 /* the target gave windows (node_peer.c) */
 	uint64_t peer_checked_ns;
+	uint64_t peer_token; /* the target context's (rp_msg.token) */
 	struct rp_qp *next;
 };
 
-/* A message the target keeps: a request waiting (RNR, QP not ready) or a
- * response the carrier had no room for. */
+struct rp_outq;
+
+/* A message the target keeps: a request waiting (RNR, QP not ready, its
+ * peer not reading answers) or a response the carrier had no room for.
+ * Charged to the peer it came from or goes to (owner) until freed.  A held
+ * request's msg.timeout_ms and rnr_timeout_ms are the target's bounds
+ * (the smaller of the sender's and the target QP's). */
 struct rp_held {
 	struct rp_held *next;
+	struct rp_outq *owner;
 	uint64_t since_ns;
 	size_t len;
 	struct rp_msg msg; /* payload follows */
@@ -202,9 +231,18 @@ struct rp_chan {
 	struct kinet_carrier_peer *peer;
 	struct rp_held *head, *tail;
 	bool failed; /* answered an error: later requests are discarded */
-	/* The send or write-with-immediate being assembled. */
+	/* The write or send being assembled from fragments: its length (from
+	 * the first fragment, which the checks were made for), the bytes
+	 * placed so far, and the receive it consumed, if any. */
 	uint64_t cur_seq;
+	uint32_t cur_len;
+	uint32_t cur_placed;
+	uint8_t cur_opcode;
+	bool cur_recv;
 	uint16_t cur_index;
+	/* A read whose answers met a busy peer: the offset to go on from. */
+	uint64_t read_seq;
+	uint32_t read_off;
 	int ndst;
 	struct kinet_sgl_entry dst[KINET_MAX_SGE];
 	struct rp_chan *next;
@@ -215,12 +253,27 @@ struct rp_chan {
 	struct rp_chan *ack_next;
 };
 
-/* Responses waiting for carrier room, per peer. */
+/* Per peer endpoint: responses waiting for carrier room, and the bytes
+ * held for it (those responses and its held requests). */
 struct rp_outq {
 	struct rp_carrier *car;
 	struct kinet_carrier_peer *peer;
 	struct rp_held *head, *tail;
+	size_t out_bytes;
+	size_t held_bytes;
 	struct rp_outq *next;
+};
+
+/* Why a message was dropped unread (counted in rp_state.drops). */
+enum rp_drop {
+	RP_DROP_GARBLED, /* not a message of this protocol and version */
+	RP_DROP_TOKEN,	 /* not from a member of the job (rp_msg.token) */
+	RP_DROP_NO_QP,	 /* for a QP that does not exist here */
+	RP_DROP_SENDER,	 /* from a QP the target is not connected to */
+	RP_DROP_LIMIT,	 /* over RP_HOLD_PEER_MAX / RP_HOLD_TOTAL_MAX */
+	RP_DROP_EXPIRED, /* held past the target's timeout */
+	RP_DROP_NOMEM,	 /* no memory to hold it */
+	RP_DROP_REASONS,
 };
 
 struct rp_state {
@@ -236,6 +289,9 @@ struct rp_state {
 	int ipc_logged;		       /* 1: the fallback to staging, 2: the direct path logged */
 	struct rp_peer_sub *peer_subs; /* target: initiators given windows */
 	bool peer_host_logged;
+	uint64_t token;	   /* this context's (rp_msg.token); never 0 */
+	size_t held_bytes; /* all rp_outq.held_bytes */
+	uint64_t drops[RP_DROP_REASONS];
 	uint8_t stage[RP_FRAG]; /* target: GPU data on its way out */
 };
 
@@ -247,6 +303,18 @@ struct rp_state *rp_state_get(struct kinet_ctx *ctx);
  * its failures are logged at info level. */
 struct rp_carrier *rp_carrier_get(struct rp_state *rs, enum rp_kind kind, bool asked);
 struct rp_qp *rp_find_qp(struct rp_state *rs, uint32_t qpn);
+/* Counts a dropped message and logs it, the first and then each time the
+ * count of that reason doubles (rs->lock held). */
+void rp_drop(struct rp_state *rs, enum rp_drop why, const struct rp_msg *m);
+/* A new header of type with the tokens and addresses of a message from
+ * this context's QP src_qpn to QP dst_qpn of the context whose token is
+ * token. */
+void rp_msg_init(struct rp_msg *m, const struct rp_state *rs, uint8_t type, uint32_t src_qpn,
+		 uint32_t dst_qpn, uint64_t token);
+/* Test access (white-box tests): the drop counters and this context's
+ * token, under rs->lock; -ENOENT when the context has no remote state. */
+int kinet_remote_stats(struct kinet_ctx *ctx, uint64_t drops[RP_DROP_REASONS], uint64_t *token,
+		       size_t *held_bytes);
 
 /* remote_req.c */
 void rp_execute(struct kinet_engine_thread *t, struct kinet_qp *qp, struct kinet_op *op,

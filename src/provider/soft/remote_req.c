@@ -200,6 +200,8 @@ void rp_execute(struct kinet_engine_thread *t, struct kinet_qp *qp, struct kinet
 		.src_qpn = qp->qpn,
 		.dst_qpn = qp->remote.qpn,
 		.src_node = qp->ctx->node_id,
+		.token = p->peer_token,
+		.src_token = rs->token,
 		.seq = seq,
 		.raddr = op->raddr,
 		.compare = op->compare,
@@ -264,14 +266,8 @@ static void ping(struct kinet_qp *qp, struct rp_qp *p, uint64_t now)
 	if (now - p->last_ping_ns < every)
 		return;
 	p->last_ping_ns = now;
-	struct rp_msg m = {
-		.magic = RP_MAGIC,
-		.version = RP_VERSION,
-		.type = RP_PING,
-		.src_qpn = qp->qpn,
-		.dst_qpn = qp->remote.qpn,
-		.src_node = qp->ctx->node_id,
-	};
+	struct rp_msg m;
+	rp_msg_init(&m, kinet_sctx(qp->ctx)->remote, RP_PING, qp->qpn, qp->remote.qpn, p->peer_token);
 	struct iovec iov = {&m, sizeof(m)};
 	p->car->ops->send(p->car->c, p->peer, &iov, 1); /* full: the next ping will do */
 }

@@ -19,6 +19,27 @@
  * after the same checks, the data moves between this context's memory and
  * the requester's GPU buffer, mapped here through CUDA IPC, in one copy.
  *
+ * Admission and bounds: what a peer sends is looked at before anything of
+ * it is kept.  A request is for a QP of this context connected to its
+ * sender, or for one not connected yet (its peer connected first); any
+ * other is dropped and counted (rp_drop).  Everything kept for a peer
+ * (held requests, answers waiting for carrier room) is charged to it and
+ * bounded per peer (RP_HOLD_PEER_MAX) and in all (RP_HOLD_TOTAL_MAX):
+ * beyond that, a request for a connected QP fails its channel with an
+ * error answer, any other is dropped.  A held request waits at most the
+ * smaller of the sender's timeouts and the target QP's own.  A peer with
+ * more than RP_OUT_BUSY of answers queued gets no new ones (its requests
+ * wait, held, counted against it), and a read is answered fragment by
+ * fragment as the carrier takes them, so a peer that does not read its
+ * answers stops being served instead of growing this process.
+ *
+ * Fragments: the first fragment of a write or send is checked (keys,
+ * range, the receive it lands in) for the length it gives; every later
+ * one must continue it (same operation, same length, next offset), and the
+ * completion's byte count is what was placed.  A later fragment that is
+ * refused fails the receive the operation consumed, with an error CQE,
+ * and moves the QP to the error state, as ConnectX does.
+ *
  * Acknowledgements: as an RC responder coalesces ACKs, writes (with or
  * without immediate) are answered together.  A write done is owed an
  * answer; the answer to the latest write owed on a channel answers every
@@ -38,26 +59,48 @@
 #include "remote.h"
 #include "responder.h"
 
-enum { H_DONE, H_RNR, H_NOT_READY };
+/* H_BUSY: the peer is not reading its answers (or a read is half
+ * answered); retried when the carrier took them. */
+enum { H_DONE, H_RNR, H_NOT_READY, H_BUSY };
 
 static struct kinet_engine_thread *thread0(struct rp_state *rs)
 {
 	return &kinet_sctx(rs->ctx)->engine->threads[0];
 }
 
-static struct rp_held *hold(const struct rp_msg *m, const uint8_t *payload)
+/* A copy of m charged to q, or NULL (*why says why: over the bounds, or
+ * out of memory). */
+static struct rp_held *hold(struct rp_state *rs, struct rp_outq *q, const struct rp_msg *m,
+			    const uint8_t *payload, enum rp_drop *why)
 {
-	struct rp_held *h = malloc(sizeof(*h) + m->frag_len);
+	size_t len = sizeof(struct rp_held) + m->frag_len;
+	struct rp_held *h;
 
-	if (!h)
+	if (q->held_bytes + len > RP_HOLD_PEER_MAX || rs->held_bytes + len > RP_HOLD_TOTAL_MAX) {
+		*why = RP_DROP_LIMIT;
 		return NULL;
+	}
+	if (!(h = malloc(len))) {
+		*why = RP_DROP_NOMEM;
+		return NULL;
+	}
 	h->next = NULL;
+	h->owner = q;
 	h->since_ns = kinet_now_ns();
-	h->len = sizeof(*m) + m->frag_len;
+	h->len = len;
 	h->msg = *m;
 	if (m->frag_len)
 		memcpy(h + 1, payload, m->frag_len);
+	q->held_bytes += len;
+	rs->held_bytes += len;
 	return h;
+}
+
+static void held_free(struct rp_state *rs, struct rp_held *h)
+{
+	h->owner->held_bytes -= h->len;
+	rs->held_bytes -= h->len;
+	free(h);
 }
 
 static struct rp_outq *outq_of(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer)
@@ -83,15 +126,23 @@ void rp_send_queued(struct rp_state *rs, struct rp_carrier *car, struct kinet_ca
 {
 	struct rp_outq *q = outq_of(rs, car, peer);
 	struct iovec iov[2] = {{(void *)m, sizeof(*m)}, {(void *)data, n}};
+	struct rp_msg copy = *m;
+	enum rp_drop why;
 	int rc = -EAGAIN;
 
 	if (!q || !q->head)
 		rc = car->ops->send(car->c, peer, iov, n ? 2 : 1);
 	if (rc != -EAGAIN || !q)
 		return;
-	struct rp_held *h = hold(m, data);
-	if (!h)
+	copy.frag_len = n;
+	struct rp_held *h = hold(rs, q, &copy, data, &why);
+	if (!h) {
+		/* A peer this far behind is not reading: it loses answers
+		 * (and its operations time out), we lose no memory. */
+		rp_drop(rs, why, m);
 		return;
+	}
+	q->out_bytes += h->len;
 	if (q->tail)
 		q->tail->next = h;
 	else
@@ -109,6 +160,8 @@ static void answer(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg 
 	m.src_qpn = req->dst_qpn;
 	m.dst_qpn = req->src_qpn;
 	m.src_node = rs->ctx->node_id;
+	m.token = req->src_token;
+	m.src_token = rs->token;
 	m.syndrome = syndrome;
 	m.offset = off;
 	m.frag_len = n;
@@ -158,8 +211,23 @@ static void respond(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg
 	answer(rs, ch, req, syndrome, off, data, n, last);
 }
 
+/* The write or send being assembled on ch will not complete: the receive
+ * it consumed fails (error CQE, QP to error) instead of vanishing. */
+static void abandon(struct rp_state *rs, struct rp_chan *ch)
+{
+	if (ch->cur_seq && ch->cur_recv) {
+		struct rp_qp *p = rp_find_qp(rs, ch->dst_qpn);
+
+		if (p && atomic_load_explicit(&p->qp->state, memory_order_acquire) != KINET_QPS_ERR)
+			kinet_resp_recv_fail(p->qp, ch->cur_index, KINET_SYND_LOCAL_QP_OP_ERR);
+	}
+	ch->cur_seq = 0;
+	ch->cur_recv = false;
+}
+
 static void refuse(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg *m, uint8_t syndrome)
 {
+	abandon(rs, ch);
 	KINET_INFO("remote: QP %u refuses operation %llu (opcode 0x%02x) of QP %u: syndrome 0x%02x",
 		   m->dst_qpn, (unsigned long long)m->seq, m->opcode, m->src_qpn, syndrome);
 	respond(rs, ch, m, syndrome, 0, NULL, 0, true);
@@ -218,30 +286,58 @@ struct data {
 	uint32_t len;
 };
 
+/* Whether fragment m continues the operation being assembled on ch (the
+ * first one starts it): same operation and length, the next bytes, and
+ * no more than the length.  Else the requester is not following the
+ * protocol. */
+static bool continues(const struct rp_chan *ch, const struct rp_msg *m, const struct data *d)
+{
+	uint32_t placed = ch->cur_seq == m->seq ? ch->cur_placed : 0;
+
+	if (ch->cur_seq == m->seq && (m->length != ch->cur_len || m->opcode != ch->cur_opcode))
+		return false;
+	if (ch->cur_seq != m->seq && ch->cur_seq)
+		return false; /* the previous one never ended */
+	return m->offset == placed && d->len <= m->length - placed &&
+	       ((m->flags & RP_FLAG_LAST) != 0) == (placed + d->len == m->length);
+}
+
+static void assembly_start(struct rp_chan *ch, const struct rp_msg *m, bool consumes_receive)
+{
+	ch->cur_seq = m->seq;
+	ch->cur_len = m->length;
+	ch->cur_opcode = m->opcode;
+	ch->cur_placed = 0;
+	ch->cur_recv = consumes_receive;
+}
+
 static int do_write(struct rp_state *rs, struct rp_chan *ch, struct kinet_qp *tq, const struct rp_msg *m,
 		    const struct data *d)
 {
 	struct kinet_mr_ref ref;
 	bool imm = m->opcode == KINET_WQE_OP_RDMA_WRITE_IMM;
 	bool first = ch->cur_seq != m->seq;
-	int synd = kinet_resp_check(rs->ctx, m->opcode, m->rkey, m->raddr, m->length, &ref);
+	int synd;
 
-	if (synd)
-		return refuse(rs, ch, m, (uint8_t)synd), H_DONE;
-	/* The fragment must lie inside the operation the key was checked for. */
-	if (m->offset > m->length || d->len > m->length - m->offset)
+	if (!continues(ch, m, d))
 		return refuse(rs, ch, m, KINET_SYND_REMOTE_INVAL_REQ_ERR), H_DONE;
-	if (imm && first && (synd = kinet_resp_take_recv_imm(tq, &ch->cur_index)))
-		return synd == KINET_RESP_RNR ? H_RNR : (refuse(rs, ch, m, (uint8_t)synd), H_DONE);
-	ch->cur_seq = m->seq;
+	if ((synd = kinet_resp_check(rs->ctx, m->opcode, m->rkey, m->raddr, m->length, &ref)))
+		return refuse(rs, ch, m, (uint8_t)synd), H_DONE;
+	if (first) {
+		if (imm && (synd = kinet_resp_take_recv_imm(tq, &ch->cur_index)))
+			return synd == KINET_RESP_RNR ? H_RNR : (refuse(rs, ch, m, (uint8_t)synd), H_DONE);
+		assembly_start(ch, m, imm);
+	}
 	if (kinet_resp_copy_sync(thread0(rs), (uint8_t *)ref.ptr + m->offset, ref.type, d->p, d->type,
 				 d->len))
 		return refuse(rs, ch, m, KINET_SYND_REMOTE_OP_ERR), H_DONE;
+	ch->cur_placed += d->len;
 	if (m->flags & RP_FLAG_LAST) {
 		if (imm)
-			responder_cqe(tq, KINET_CQE_RESP_WR_IMM, ch->cur_index, m->length, m->imm_be);
+			responder_cqe(tq, KINET_CQE_RESP_WR_IMM, ch->cur_index, ch->cur_placed, m->imm_be);
 		ack_defer(rs, ch, m);
 		ch->cur_seq = 0;
+		ch->cur_recv = false;
 	}
 	return H_DONE;
 }
@@ -249,6 +345,8 @@ static int do_write(struct rp_state *rs, struct rp_chan *ch, struct kinet_qp *tq
 static int do_send(struct rp_state *rs, struct rp_chan *ch, struct kinet_qp *tq, const struct rp_msg *m,
 		   const struct data *d)
 {
+	if (!continues(ch, m, d))
+		return refuse(rs, ch, m, KINET_SYND_REMOTE_INVAL_REQ_ERR), H_DONE;
 	if (ch->cur_seq != m->seq) {
 		int rc = take_receive(ch, tq, m);
 
@@ -256,29 +354,33 @@ static int do_send(struct rp_state *rs, struct rp_chan *ch, struct kinet_qp *tq,
 			return H_RNR;
 		if (rc)
 			return refuse(rs, ch, m, (uint8_t)rc), H_DONE;
-		ch->cur_seq = m->seq;
+		assembly_start(ch, m, true);
 	}
 	if (scatter_recv(rs, ch, m->offset, d->p, d->type, d->len)) {
 		kinet_resp_recv_fail(tq, ch->cur_index, KINET_SYND_LOCAL_PROT_ERR);
+		ch->cur_recv = false; /* failed just now */
 		return refuse(rs, ch, m, KINET_SYND_REMOTE_OP_ERR), H_DONE;
 	}
+	ch->cur_placed += d->len;
 	if (m->flags & RP_FLAG_LAST) {
 		bool imm = m->opcode == KINET_WQE_OP_SEND_IMM;
 
 		responder_cqe(tq, imm ? KINET_CQE_RESP_SEND_IMM : KINET_CQE_RESP_SEND, ch->cur_index,
-			      m->length, m->imm_be);
+			      ch->cur_placed, m->imm_be);
 		respond(rs, ch, m, 0, 0, NULL, 0, true);
 		ch->cur_seq = 0;
+		ch->cur_recv = false;
 	}
 	return H_DONE;
 }
 
 /* ipc_dst: the requester's buffer through CUDA IPC, or NULL: the data goes
  * back in the responses. */
-static int do_read(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg *m, uint8_t *ipc_dst)
+static int do_read(struct rp_state *rs, struct rp_chan *ch, struct rp_outq *q, const struct rp_msg *m,
+		   uint8_t *ipc_dst)
 {
 	struct kinet_mr_ref ref;
-	uint32_t off = 0;
+	uint32_t off = ch->read_seq == m->seq ? ch->read_off : 0;
 	int synd = kinet_resp_check(rs->ctx, m->opcode, m->rkey, m->raddr, m->length, &ref);
 
 	if (synd)
@@ -293,6 +395,13 @@ static int do_read(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg 
 		uint32_t n = m->length - off < RP_FRAG ? m->length - off : RP_FRAG;
 		const uint8_t *src = (const uint8_t *)ref.ptr + off;
 
+		if (q->head) {
+			/* The carrier is full: go on when it took the rest
+			 * (a read's answers are never all queued at once). */
+			ch->read_seq = m->seq;
+			ch->read_off = off;
+			return H_BUSY;
+		}
 		if (ref.type != KINET_MEM_HOST) {
 			if (kinet_resp_copy_sync(thread0(rs), rs->stage, KINET_MEM_HOST, src, ref.type, n))
 				return refuse(rs, ch, m, KINET_SYND_REMOTE_OP_ERR), H_DONE;
@@ -301,6 +410,7 @@ static int do_read(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg 
 		respond(rs, ch, m, 0, off, src, n, off + n == m->length);
 		off += n;
 	} while (off < m->length);
+	ch->read_seq = 0;
 	return H_DONE;
 }
 
@@ -319,6 +429,36 @@ static int do_atomic(struct rp_state *rs, struct rp_chan *ch, const struct rp_ms
 	return H_DONE;
 }
 
+/* Whether requests of m's sender may be held for m's target QP: 0, or the
+ * reason to drop them.  *timeout_ms and *rnr_ms get the target QP's own
+ * bounds. */
+static int admit(struct rp_state *rs, const struct rp_msg *m, uint32_t *timeout_ms, uint32_t *rnr_ms)
+{
+	struct rp_qp *p = rp_find_qp(rs, m->dst_qpn);
+	struct kinet_qp *qp;
+	int state;
+
+	if (p) {
+		if (p->qp->remote.qpn != m->src_qpn || p->qp->remote.node_id != m->src_node)
+			return RP_DROP_SENDER;
+		*timeout_ms = p->qp->attr.timeout_ms;
+		*rnr_ms = p->qp->attr.rnr_timeout_ms;
+		return 0;
+	}
+	/* Not connected over a carrier: a QP still connecting (RESET to RTR,
+	 * its peer was faster) may get requests; one connected another way
+	 * (the local transport) may not.  Looked up with a reference: no
+	 * lock of this layer keeps an unconnected QP. */
+	if (!(qp = kinet_ctx_get_qp(rs->ctx, m->dst_qpn)))
+		return RP_DROP_NO_QP;
+	state = atomic_load_explicit(&qp->state, memory_order_acquire);
+	*timeout_ms = qp->attr.timeout_ms;
+	*rnr_ms = qp->attr.rnr_timeout_ms;
+	kinet_qp_put(qp);
+	return state == KINET_QPS_RESET || state == KINET_QPS_INIT || state == KINET_QPS_RTR ? 0
+											     : RP_DROP_SENDER;
+}
+
 /* The target QP of m, when it is connected to the sender. */
 static struct kinet_qp *target_of(struct rp_state *rs, const struct rp_msg *m)
 {
@@ -331,6 +471,7 @@ static struct kinet_qp *target_of(struct rp_state *rs, const struct rp_msg *m)
 
 static int handle(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg *m, const uint8_t *payload)
 {
+	struct rp_outq *q = outq_of(rs, ch->car, ch->peer);
 	struct kinet_qp *tq;
 	int state;
 
@@ -342,6 +483,12 @@ static int handle(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg *
 		return H_DONE;
 	if (state != KINET_QPS_RTS)
 		return H_NOT_READY;
+	if (!q)
+		return H_BUSY;
+	/* A peer not reading its answers gets no more (a read that is under
+	 * way goes on by itself, fragment by fragment). */
+	if (q->out_bytes > RP_OUT_BUSY && ch->read_seq != m->seq)
+		return H_BUSY;
 	struct data d = {payload, KINET_MEM_HOST, m->frag_len};
 	if (m->flags & RP_FLAG_IPC) {
 		/* The requester's buffer, mapped here: the target's own keys
@@ -359,7 +506,7 @@ static int handle(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg *
 	case KINET_WQE_OP_SEND_IMM:
 		return do_send(rs, ch, tq, m, &d);
 	case KINET_WQE_OP_RDMA_READ:
-		return do_read(rs, ch, m, m->flags & RP_FLAG_IPC ? (uint8_t *)d.p : NULL);
+		return do_read(rs, ch, q, m, m->flags & RP_FLAG_IPC ? (uint8_t *)d.p : NULL);
 	case KINET_WQE_OP_ATOMIC_CS:
 	case KINET_WQE_OP_ATOMIC_FA:
 		return do_atomic(rs, ch, m);
@@ -375,7 +522,7 @@ static struct rp_chan *chan_of(struct rp_state *rs, struct rp_carrier *car, stru
 	struct rp_chan *ch;
 
 	for (ch = rs->chans; ch; ch = ch->next)
-		if (ch->src_node == m->src_node && ch->src_qpn == m->src_qpn)
+		if (ch->src_node == m->src_node && ch->src_qpn == m->src_qpn && ch->dst_qpn == m->dst_qpn)
 			break;
 	if (!ch && (ch = calloc(1, sizeof(*ch)))) {
 		ch->src_node = m->src_node;
@@ -392,20 +539,62 @@ static struct rp_chan *chan_of(struct rp_state *rs, struct rp_carrier *car, stru
 	return ch;
 }
 
+/* Held requests of ch can never be handled: they go, and so does
+ * everything after them (answered with syndrome when there is one: the
+ * requester's QP sees an error, in order, instead of a gap). */
+static void chan_fail(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg *m, uint8_t syndrome)
+{
+	if (syndrome && !ch->failed)
+		refuse(rs, ch, m, syndrome);
+	abandon(rs, ch);
+	ch->failed = true;
+	ch->read_seq = 0;
+	while (ch->head) {
+		struct rp_held *h = ch->head;
+
+		ch->head = h->next;
+		held_free(rs, h);
+	}
+	ch->tail = NULL;
+}
+
 void rp_on_request(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
 		   const struct rp_msg *m, const uint8_t *payload)
 {
+	struct rp_msg kept = *m;
+	struct rp_outq *q;
 	struct rp_chan *ch;
+	enum rp_drop why;
+	uint32_t timeout_ms, rnr_ms;
+	int r;
 
-	if (!car || !peer || !(ch = chan_of(rs, car, peer, m))) {
-		KINET_WARN("remote: dropping a request of QP %u that cannot be answered", m->src_qpn);
+	if (!car || !peer) {
+		rp_drop(rs, RP_DROP_GARBLED, m);
+		return;
+	}
+	/* Nothing is kept for a sender that may not send here. */
+	if ((r = admit(rs, m, &timeout_ms, &rnr_ms))) {
+		rp_drop(rs, (enum rp_drop)r, m);
+		return;
+	}
+	if (!(ch = chan_of(rs, car, peer, m)) || !(q = outq_of(rs, car, peer))) {
+		rp_drop(rs, RP_DROP_NOMEM, m);
 		return;
 	}
 	if (!ch->head && handle(rs, ch, m, payload) == H_DONE)
 		return;
-	struct rp_held *h = hold(m, payload);
+	if (kept.timeout_ms > timeout_ms)
+		kept.timeout_ms = timeout_ms;
+	if (kept.rnr_timeout_ms > rnr_ms)
+		kept.rnr_timeout_ms = rnr_ms;
+	struct rp_held *h = hold(rs, q, &kept, payload, &why);
 	if (!h) {
-		KINET_WARN("remote: out of memory, dropping a request of QP %u", m->src_qpn);
+		rp_drop(rs, why, m);
+		/* A channel that lost a request must not go on with the next
+		 * ones: the requester gets an error for the first instead.
+		 * Its QP may still be connecting; then it times out. */
+		if (target_of(rs, m))
+			chan_fail(rs, ch, ch->head ? &ch->head->msg : m, KINET_SYND_REMOTE_OP_ERR);
 		return;
 	}
 	if (ch->tail)
@@ -422,28 +611,41 @@ static int chan_progress(struct rp_state *rs, struct rp_chan *ch)
 	int n = 0;
 
 	while ((h = ch->head)) {
-		int r = handle(rs, ch, &h->msg, (const uint8_t *)(h + 1));
+		uint32_t timeout_ms, rnr_ms;
+		int r = admit(rs, &h->msg, &timeout_ms, &rnr_ms);
+
+		if (r) {
+			/* Its QP went, or connected to another peer. */
+			rp_drop(rs, (enum rp_drop)r, &h->msg);
+			chan_fail(rs, ch, &h->msg, 0);
+			return n + 1;
+		}
+		r = handle(rs, ch, &h->msg, (const uint8_t *)(h + 1));
 		uint64_t waited = kinet_now_ns() - h->since_ns;
 
 		if (r == H_RNR && waited > (uint64_t)h->msg.rnr_timeout_ms * 1000000ull) {
 			refuse(rs, ch, &h->msg, KINET_SYND_RNR_RETRY_EXC_ERR);
-		} else if (r == H_NOT_READY && waited > (uint64_t)h->msg.timeout_ms * 1000000ull) {
-			KINET_WARN(
-				"remote: dropping operation %llu of QP %u: QP %u is not there or not ready",
-				(unsigned long long)h->msg.seq, h->msg.src_qpn, h->msg.dst_qpn);
+		} else if ((r == H_NOT_READY || r == H_BUSY) &&
+			   waited > (uint64_t)h->msg.timeout_ms * 1000000ull) {
+			/* Its QP never got ready, or its peer does not read:
+			 * the requester times out, as with a responder that
+			 * never answers, and nothing after it executes. */
+			rp_drop(rs, RP_DROP_EXPIRED, &h->msg);
+			chan_fail(rs, ch, &h->msg, 0);
+			return n + 1;
 		} else if (r != H_DONE) {
 			break;
 		}
 		ch->head = h->next;
 		if (!ch->head)
 			ch->tail = NULL;
-		free(h);
+		held_free(rs, h);
 		n++;
 	}
 	return n;
 }
 
-static int outq_progress(struct rp_outq *q)
+static int outq_progress(struct rp_state *rs, struct rp_outq *q)
 {
 	struct rp_held *h;
 	int n = 0;
@@ -457,7 +659,8 @@ static int outq_progress(struct rp_outq *q)
 		q->head = h->next;
 		if (!q->head)
 			q->tail = NULL;
-		free(h);
+		q->out_bytes -= h->len;
+		held_free(rs, h);
 		n++;
 	}
 	return n;
@@ -469,7 +672,7 @@ int rp_target_progress(struct rp_state *rs)
 
 	for (struct rp_outq *q = rs->outqs; q; q = q->next)
 		if (q->head)
-			n += outq_progress(q);
+			n += outq_progress(rs, q);
 	for (struct rp_chan **pp = &rs->chans; *pp;) {
 		struct rp_chan *ch = *pp;
 
@@ -490,12 +693,12 @@ int rp_target_progress(struct rp_state *rs)
 	return n;
 }
 
-static void free_list(struct rp_held *h)
+static void free_list(struct rp_state *rs, struct rp_held *h)
 {
 	while (h) {
 		struct rp_held *n = h->next;
 
-		free(h);
+		held_free(rs, h);
 		h = n;
 	}
 }
@@ -511,7 +714,7 @@ void rp_target_qp_gone(struct rp_state *rs, uint32_t qpn)
 		}
 		*pp = ch->next;
 		ack_flush(rs, ch); /* those writes were done */
-		free_list(ch->head);
+		free_list(rs, ch->head);
 		free(ch);
 	}
 }
@@ -523,14 +726,14 @@ void rp_target_free(struct rp_state *rs)
 		struct rp_chan *ch = rs->chans;
 
 		rs->chans = ch->next;
-		free_list(ch->head);
+		free_list(rs, ch->head);
 		free(ch);
 	}
 	while (rs->outqs) {
 		struct rp_outq *q = rs->outqs;
 
 		rs->outqs = q->next;
-		free_list(q->head);
+		free_list(rs, q->head);
 		free(q);
 	}
 }
@@ -539,13 +742,22 @@ void rp_target_free(struct rp_state *rs)
 void rp_on_ping(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
 		const struct rp_msg *m)
 {
+	uint32_t timeout_ms, rnr_ms;
+
 	if (!car || !peer)
 		return;
+	/* Only the QP's peer learns that it is alive. */
+	if (!target_of(rs, m) && admit(rs, m, &timeout_ms, &rnr_ms)) {
+		rp_drop(rs, RP_DROP_SENDER, m);
+		return;
+	}
 	struct rp_msg r = *m;
 	r.type = RP_PONG;
 	r.src_qpn = m->dst_qpn;
 	r.dst_qpn = m->src_qpn;
 	r.src_node = rs->ctx->node_id;
+	r.token = m->src_token;
+	r.src_token = rs->token;
 	struct iovec iov = {&r, sizeof(r)};
 	car->ops->send(car->c, peer, &iov, 1); /* full: the next ping gets one */
 }
