@@ -39,8 +39,13 @@
 #define OFI_BUNDLE_ITEMS_MIN 4
 /* Header flag: the payload is records of a 32-bit length and its bytes. */
 #define OFI_FLAG_BUNDLE 0x1u
-/* Messages of senders not known yet, or ahead of a gap, kept as copies. */
+/* Messages of senders not known yet, or ahead of a gap, kept as copies:
+ * in all, per peer, and from unknown senders (orphans, which also expire:
+ * message 0 of a real peer, which names it, is never that far behind). */
 #define OFI_MAX_HELD 4096
+#define OFI_MAX_HELD_PEER 1024
+#define OFI_MAX_ORPHANS 64
+#define OFI_ORPHAN_NS 2000000000ull
 
 struct ofi_hdr {
 	uint32_t magic;
@@ -69,6 +74,7 @@ struct ofi_msg {
 	size_t len;
 	struct ofi_op *rx; /* receive buffer to repost after delivery, or NULL
 			    * when the message is a heap copy (data follows) */
+	uint64_t held_ns;  /* when it was copied aside */
 };
 
 /* Context of a posted send or receive; fi_context2 first (FI_CONTEXT(2)
@@ -104,6 +110,7 @@ struct kinet_carrier_peer {
 	bool rx_known;
 	uint64_t rx_next;
 	struct ofi_msg *held; /* out of order, sorted by seq */
+	int nheld;
 };
 
 /* Pool of buffers registered as one region. */
@@ -144,7 +151,9 @@ struct kinet_carrier {
 
 	struct ofi_msg *ready_head, *ready_tail; /* in order, to deliver */
 	struct ofi_msg *orphans;		 /* from senders not known yet */
-	int nheld;
+	int nheld;				 /* copies in all lists */
+	int norphans;
+	uint64_t dropped; /* messages not held (logged as the count doubles) */
 	bool delivering;
 	uint64_t peer_timeout_ns; /* 0: never declare a silent peer gone */
 	size_t inject_max;	  /* messages up to this may go with fi_inject (ofi_tx.c) */

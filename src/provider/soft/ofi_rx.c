@@ -52,24 +52,36 @@ static void ofi_ready_push(struct kinet_carrier *c, struct ofi_msg *m)
 	c->ready_tail = m;
 }
 
-/* Holds m (a copy is made of a receive buffer, which is reposted). */
-static void ofi_hold(struct kinet_carrier *c, struct ofi_msg **list, struct ofi_msg *m, bool sorted)
+/* Holds m on list, whose length is *count, at most max (a copy is made of
+ * a receive buffer, which is reposted). */
+static void ofi_hold(struct kinet_carrier *c, struct ofi_msg **list, int *count, int max, struct ofi_msg *m,
+		     bool sorted)
 {
 	struct ofi_msg *h = m;
+	bool full = c->nheld >= OFI_MAX_HELD || *count >= max;
 
-	if (c->nheld >= OFI_MAX_HELD || (m->rx && !(h = ofi_msg_copy(m)))) {
-		KINET_ERR("ofi carrier: dropping a message (sender %016llx, seq %llu): %s",
-			  (unsigned long long)m->sender, (unsigned long long)m->seq,
-			  c->nheld >= OFI_MAX_HELD ? "too many out-of-order messages" : "out of memory");
+	if (full || (m->rx && !(h = ofi_msg_copy(m)))) {
+		uint64_t n = ++c->dropped;
+
+		if (!(n & (n - 1)))
+			KINET_ERR("ofi carrier: dropping a message (sender %016llx, seq %llu): %s; %llu "
+				  "dropped so far",
+				  (unsigned long long)m->sender, (unsigned long long)m->seq,
+				  !full			? "out of memory"
+				  : list == &c->orphans ? "too many from unknown senders"
+							: "too many out-of-order messages",
+				  (unsigned long long)n);
 		ofi_msg_release(c, m);
 		return;
 	}
 	if (m->rx)
 		ofi_msg_release(c, m);
+	h->held_ns = kinet_now_ns();
 	while (sorted && *list && (*list)->seq < h->seq)
 		list = &(*list)->next;
 	h->next = *list;
 	*list = h;
+	(*count)++;
 	c->nheld++;
 }
 
@@ -85,7 +97,7 @@ static void ofi_accept(struct kinet_carrier *c, struct kinet_carrier_peer *p, st
 		return;
 	}
 	if (m->seq > p->rx_next) {
-		ofi_hold(c, &p->held, m, true);
+		ofi_hold(c, &p->held, &p->nheld, OFI_MAX_HELD_PEER, m, true);
 		return;
 	}
 	ofi_ready_push(c, m);
@@ -93,17 +105,38 @@ static void ofi_accept(struct kinet_carrier *c, struct kinet_carrier_peer *p, st
 	while (p->held && p->held->seq == p->rx_next) {
 		struct ofi_msg *h = p->held;
 		p->held = h->next;
+		p->nheld--;
 		c->nheld--;
 		ofi_ready_push(c, h);
 		p->rx_next++;
 	}
 }
 
-static void ofi_free_list(struct kinet_carrier *c, struct ofi_msg **list)
+static void ofi_free_list(struct kinet_carrier *c, struct ofi_msg **list, int *count)
 {
 	while (*list) {
 		struct ofi_msg *m = *list;
 		*list = m->next;
+		(*count)--;
+		c->nheld--;
+		free(m);
+	}
+}
+
+/* Orphans whose sender never said who it is within OFI_ORPHAN_NS. */
+static void ofi_expire_orphans(struct kinet_carrier *c)
+{
+	uint64_t now = kinet_now_ns();
+
+	for (struct ofi_msg **pp = &c->orphans; *pp;) {
+		struct ofi_msg *m = *pp;
+
+		if (now - m->held_ns < OFI_ORPHAN_NS) {
+			pp = &m->next;
+			continue;
+		}
+		*pp = m->next;
+		c->norphans--;
 		c->nheld--;
 		free(m);
 	}
@@ -120,7 +153,7 @@ static struct kinet_carrier_peer *ofi_hello(struct kinet_carrier *c, uint64_t se
 	if (p->rx_known && p->rx_sender != sender) {
 		KINET_INFO("ofi carrier: peer restarted (sender %016llx -> %016llx)",
 			   (unsigned long long)p->rx_sender, (unsigned long long)sender);
-		ofi_free_list(c, &p->held);
+		ofi_free_list(c, &p->held, &p->nheld);
 	}
 	p->rx_sender = sender;
 	p->rx_known = true;
@@ -141,6 +174,7 @@ static void ofi_adopt_orphans(struct kinet_carrier *c, struct kinet_carrier_peer
 			continue;
 		}
 		*pp = m->next;
+		c->norphans--;
 		c->nheld--;
 		ofi_accept(c, p, m);
 	}
@@ -194,7 +228,7 @@ static void ofi_on_recv(struct kinet_carrier *c, struct ofi_op *op, size_t cq_le
 	if ((p = ofi_by_id_get(c, h->sender)))
 		ofi_accept(c, p, m);
 	else
-		ofi_hold(c, &c->orphans, m, false);
+		ofi_hold(c, &c->orphans, &c->norphans, OFI_MAX_ORPHANS, m, false);
 }
 
 static void ofi_on_send(struct kinet_carrier *c, struct ofi_op *op, bool ok)
@@ -293,6 +327,8 @@ int ofi_cq_drain(struct kinet_carrier *c)
 		if (n < OFI_CQ_BATCH)
 			break;
 	}
+	if (c->orphans)
+		ofi_expire_orphans(c);
 	return total;
 }
 
@@ -305,9 +341,9 @@ void ofi_msgs_free(struct kinet_carrier *c)
 			free(m);
 	}
 	c->ready_tail = NULL;
-	ofi_free_list(c, &c->orphans);
+	ofi_free_list(c, &c->orphans, &c->norphans);
 	for (int i = 0; i < c->npeers; i++)
-		ofi_free_list(c, &c->peers[i]->held);
+		ofi_free_list(c, &c->peers[i]->held, &c->peers[i]->nheld);
 }
 
 #endif /* KINET_HAVE_OFI */
