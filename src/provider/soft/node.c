@@ -44,41 +44,9 @@
 #include <unistd.h>
 
 #include "carrier.h"
+#include "node_layout.h"
 
-#define NODE_MAGIC 0x6b696e65746e6f64ull /* "kinetnod" */
-#define NODE_VERSION 1u
-#define NODE_SLOTS 32u
-#define NODE_RING_BYTES (128u * 1024u) /* two largest messages */
-#define NODE_ADDR_LEN 12u	       /* node id (8) + endpoint sequence (4), little-endian */
-#define NODE_NAME_MAX 48
-#define NODE_REC_WRAP 1u
 #define NODE_LIVENESS_NS 10000000ull
-
-enum { SLOT_FREE = 0, SLOT_CLAIMED = 1, SLOT_ACTIVE = 2, SLOT_CLOSED = 3 };
-
-struct node_slot {
-	_Atomic uint32_t state;
-	int32_t sender_pid;
-	uint8_t sender_addr[NODE_ADDR_LEN];
-	uint8_t pad0[64 - 8 - NODE_ADDR_LEN];
-	_Atomic uint64_t head; /* consumer */
-	uint8_t pad1[56];
-	_Atomic uint64_t tail; /* producer */
-	uint8_t pad2[56];
-};
-
-struct node_seg {
-	uint64_t magic;
-	uint32_t version;
-	int32_t owner_pid;
-	_Atomic uint32_t closed;
-	uint32_t nslots;
-	uint32_t ring_bytes;
-	uint8_t pad[36];
-	struct node_slot slots[NODE_SLOTS];
-};
-
-#define NODE_SEG_BYTES (sizeof(struct node_seg) + (size_t)NODE_SLOTS * NODE_RING_BYTES)
 
 struct kinet_carrier_peer {
 	uint8_t addr[NODE_ADDR_LEN];
@@ -176,18 +144,6 @@ static void gc_dead_inboxes(void)
 	closedir(d);
 }
 
-static void addr_name(const uint8_t *addr, char *name)
-{
-	uint64_t id = 0;
-	uint32_t seq = 0;
-
-	for (int i = 0; i < 8; i++)
-		id |= (uint64_t)addr[i] << (8 * i);
-	for (int i = 0; i < 4; i++)
-		seq |= (uint32_t)addr[8 + i] << (8 * i);
-	snprintf(name, NODE_NAME_MAX, "/kinet-%016llx-%u", (unsigned long long)id, seq);
-}
-
 static uint8_t *ring_of(struct node_seg *seg, uint32_t slot)
 {
 	return (uint8_t *)(seg + 1) + (size_t)slot * NODE_RING_BYTES;
@@ -209,7 +165,7 @@ static int node_open(struct kinet_ctx *ctx, struct kinet_carrier **out)
 		c->addr[i] = (uint8_t)(ctx->node_id >> (8 * i));
 	for (int i = 0; i < 4; i++)
 		c->addr[8 + i] = (uint8_t)(seq >> (8 * i));
-	addr_name(c->addr, c->name);
+	node_addr_name(c->addr, c->name);
 	fd = shm_open(c->name, O_RDWR | O_CREAT | O_EXCL, 0600);
 	if (fd < 0) {
 		int err = -errno;
@@ -283,7 +239,7 @@ static int peer_attach(struct kinet_carrier *c, const uint8_t *addr, struct kine
 	struct node_seg *seg;
 	int fd;
 
-	addr_name(addr, name);
+	node_addr_name(addr, name);
 	fd = shm_open(name, O_RDWR, 0);
 	if (fd < 0) {
 		KINET_WARN("node carrier: peer inbox %s: %s", name, strerror(errno));

@@ -42,8 +42,8 @@
 /* Messages of senders not known yet, or ahead of a gap, kept as copies:
  * in all, per peer, and from unknown senders (orphans, which also expire:
  * message 0 of a real peer, which names it, is never that far behind). */
-#define OFI_MAX_HELD 4096
-#define OFI_MAX_HELD_PEER 1024
+#define OFI_MAX_HELD 1024
+#define OFI_MAX_HELD_PEER 256
 #define OFI_MAX_ORPHANS 64
 #define OFI_ORPHAN_NS 2000000000ull
 

@@ -245,6 +245,7 @@ struct rp_chan {
 	uint32_t read_off;
 	int ndst;
 	struct kinet_sgl_entry dst[KINET_MAX_SGE];
+	struct rp_outq *owner; /* the peer its memory is charged to */
 	struct rp_chan *next;
 	/* Writes done and not yet answered: the latest one's request, which
 	 * answered answers them all; on rp_state.acks while ack_count > 0. */

@@ -355,8 +355,7 @@ void rp_on_response(struct rp_state *rs, const struct rp_msg *m, const uint8_t *
 	struct rp_slot *s;
 
 	if (!p || p->qp->remote.qpn != m->src_qpn || p->qp->remote.node_id != m->src_node) {
-		KINET_WARN("remote: dropping a response for unknown QP %u (from QP %u)", m->dst_qpn,
-			   m->src_qpn);
+		rp_drop(rs, p ? RP_DROP_SENDER : RP_DROP_NO_QP, m);
 		return;
 	}
 	p->last_heard_ns = kinet_now_ns();

@@ -516,27 +516,47 @@ static int handle(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg *
 	}
 }
 
+/* The channel of m's sender, made on its first request and charged to q
+ * (a peer inventing senders for a QP not connected yet makes channels
+ * within its bound); NULL and *why when it cannot be. */
 static struct rp_chan *chan_of(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
-			       const struct rp_msg *m)
+			       struct rp_outq *q, const struct rp_msg *m, enum rp_drop *why)
 {
 	struct rp_chan *ch;
 
 	for (ch = rs->chans; ch; ch = ch->next)
 		if (ch->src_node == m->src_node && ch->src_qpn == m->src_qpn && ch->dst_qpn == m->dst_qpn)
 			break;
-	if (!ch && (ch = calloc(1, sizeof(*ch)))) {
+	if (!ch && (q->held_bytes + sizeof(*ch) > RP_HOLD_PEER_MAX ||
+		    rs->held_bytes + sizeof(*ch) > RP_HOLD_TOTAL_MAX)) {
+		*why = RP_DROP_LIMIT;
+		return NULL;
+	}
+	if (!ch && !(ch = calloc(1, sizeof(*ch)))) {
+		*why = RP_DROP_NOMEM;
+		return NULL;
+	}
+	if (!ch->owner) {
+		ch->owner = q;
+		q->held_bytes += sizeof(*ch);
+		rs->held_bytes += sizeof(*ch);
 		ch->src_node = m->src_node;
 		ch->src_qpn = m->src_qpn;
 		ch->dst_qpn = m->dst_qpn;
 		ch->next = rs->chans;
 		rs->chans = ch;
 	}
-	if (ch) {
-		/* Answers go back the way the latest request came. */
-		ch->car = car;
-		ch->peer = peer;
-	}
+	/* Answers go back the way the latest request came. */
+	ch->car = car;
+	ch->peer = peer;
 	return ch;
+}
+
+static void chan_free(struct rp_state *rs, struct rp_chan *ch)
+{
+	ch->owner->held_bytes -= sizeof(*ch);
+	rs->held_bytes -= sizeof(*ch);
+	free(ch);
 }
 
 /* Held requests of ch can never be handled: they go, and so does
@@ -577,8 +597,12 @@ void rp_on_request(struct rp_state *rs, struct rp_carrier *car, struct kinet_car
 		rp_drop(rs, (enum rp_drop)r, m);
 		return;
 	}
-	if (!(ch = chan_of(rs, car, peer, m)) || !(q = outq_of(rs, car, peer))) {
+	if (!(q = outq_of(rs, car, peer))) {
 		rp_drop(rs, RP_DROP_NOMEM, m);
+		return;
+	}
+	if (!(ch = chan_of(rs, car, peer, q, m, &why))) {
+		rp_drop(rs, why, m);
 		return;
 	}
 	if (!ch->head && handle(rs, ch, m, payload) == H_DONE)
@@ -683,7 +707,7 @@ int rp_target_progress(struct rp_state *rs)
 			 * here, such as what came after it was destroyed. */
 			*pp = ch->next;
 			ack_flush(rs, ch); /* those writes were done */
-			free(ch);
+			chan_free(rs, ch);
 			continue;
 		}
 		pp = &ch->next;
@@ -715,7 +739,7 @@ void rp_target_qp_gone(struct rp_state *rs, uint32_t qpn)
 		*pp = ch->next;
 		ack_flush(rs, ch); /* those writes were done */
 		free_list(rs, ch->head);
-		free(ch);
+		chan_free(rs, ch);
 	}
 }
 
@@ -727,7 +751,7 @@ void rp_target_free(struct rp_state *rs)
 
 		rs->chans = ch->next;
 		free_list(rs, ch->head);
-		free(ch);
+		chan_free(rs, ch);
 	}
 	while (rs->outqs) {
 		struct rp_outq *q = rs->outqs;
