@@ -2,7 +2,8 @@
  * libFuzzer entry: one input drives a requester QP A against a target QP B
  * (fuzz.h says what an input is).  Input layout, byte by byte (missing
  * bytes are zero; tests/fuzz/corpus/ has seeds):
- *   cfg      bit 0: node transport (else local); bits 1-2: doorbell mode
+ *   cfg      bit 0: node transport (else local; FZ_NODE=1 makes every
+ *            input use node); bits 1-2: doorbell mode
  *            (CPU, GPU, BlueFlame); bits 3-4: send queue depth 8 << n
  *   teardown kind % 16 (0-9 none, 10 destroy B, 11 destroy A, 12
  *            deregister A's region, 13 B's region, 14 set A to error, 15
@@ -37,6 +38,7 @@ struct region {
 };
 
 static struct kinet_ctx *ctx_local[2], *ctx_node[2];
+static bool node_only; /* $FZ_NODE: a campaign over the node carrier */
 static struct region ra, rb;
 static uint8_t inline_src[64];
 static bool trace; /* $FZ_TRACE: print what each input posts (reproducing a finding) */
@@ -80,6 +82,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argv;
 	kinet_log_set_level(KINET_LOG_ERROR);
 	trace = getenv("FZ_TRACE") != NULL;
+	node_only = getenv("FZ_NODE") && !strcmp(getenv("FZ_NODE"), "1");
 	for (int i = 0; i < 2; i++) {
 		int rc = ctx_open(&ctx_local[i]);
 		if (rc)
@@ -451,7 +454,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fz_in in = {data, size};
 	static struct run r;
 	uint8_t cfg = fz_u8(&in), td = fz_u8(&in) % 16, tpos = fz_u8(&in), acc = fz_u8(&in);
-	bool node = (cfg & 1) && ctx_node[0];
+	bool node = (node_only || (cfg & 1)) && ctx_node[0];
 	enum kinet_db_mode db =
 		(enum kinet_db_mode[]){KINET_DB_CPU, KINET_DB_GPU, KINET_DB_BF}[(cfg >> 1) % 3];
 	uint32_t sq_depth = 8u << ((cfg >> 3) & 3);
