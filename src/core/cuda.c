@@ -8,6 +8,7 @@
 
 #ifdef KINET_HAVE_CUDA
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #endif
 
 int kinet_cuda_available(void)
@@ -125,5 +126,87 @@ int kinet_cuda_host_mapping(const void *ptr, uint64_t *delta)
 	(void)ptr;
 	*delta = 0;
 	return -ENOENT;
+#endif
+}
+
+#ifdef KINET_HAVE_CUDA
+/* The driver API's cuPointerSetAttribute and cuMemGetAddressRange_v2, taken
+ * from libcuda.so.1 (which the runtime loaded: libkinet does not link
+ * libcuda), with the values of cuda.h they need. */
+#define KINET_CU_POINTER_ATTRIBUTE_SYNC_MEMOPS 6
+typedef int (*set_attr_fn)(const void *value, int attribute, unsigned long long ptr);
+typedef int (*range_fn)(unsigned long long *base, size_t *size, unsigned long long ptr);
+static pthread_once_t driver_once = PTHREAD_ONCE_INIT;
+static set_attr_fn set_attr;
+static range_fn get_range;
+
+static void driver_init(void)
+{
+	void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	void *a, *r;
+
+	if (!lib)
+		lib = dlopen("libcuda.so.1", RTLD_LAZY);
+	a = lib ? dlsym(lib, "cuPointerSetAttribute") : NULL;
+	r = lib ? dlsym(lib, "cuMemGetAddressRange_v2") : NULL;
+	if (a && r) {
+		memcpy(&set_attr, &a, sizeof(a));
+		memcpy(&get_range, &r, sizeof(r));
+	}
+}
+#endif
+
+int kinet_cuda_sync_memops(void *addr, size_t length, int device)
+{
+#ifdef KINET_HAVE_CUDA
+	static atomic_bool told;
+	uintptr_t p = (uintptr_t)addr, end = (uintptr_t)addr + length;
+	const char *why = NULL;
+	int prev = -1;
+
+	pthread_once(&driver_once, driver_init);
+	if (!set_attr) {
+		why = "libcuda.so.1 has no cuPointerSetAttribute";
+		goto out;
+	}
+	/* The driver calls need the GPU's context current on this thread; the
+	 * caller's device is put back. */
+	if (cudaGetDevice(&prev) != cudaSuccess)
+		prev = -1;
+	if (device >= 0 && device != prev)
+		cudaSetDevice(device);
+	/* The attribute belongs to an allocation, and a region may span
+	 * several (adjacent mappings). */
+	while (p < end) {
+		unsigned long long base = 0;
+		size_t size = 0;
+		unsigned one = 1;
+
+		if (get_range(&base, &size, p) || !size || base + size <= p) {
+			why = "the CUDA driver does not know the allocation";
+			break;
+		}
+		if (set_attr(&one, KINET_CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, base)) {
+			why = "the CUDA driver refused CU_POINTER_ATTRIBUTE_SYNC_MEMOPS";
+			break;
+		}
+		p = (uintptr_t)(base + size);
+	}
+	if (prev >= 0 && device >= 0 && device != prev)
+		cudaSetDevice(prev);
+	cudaGetLastError();
+out:
+	if (!why)
+		return 0;
+	if (!atomic_exchange(&told, true))
+		KINET_INFO("GPU memory at %p: %s; a cudaMemcpy into it from pageable host memory may return "
+			   "before its data lands: synchronize the device before posting work that reads it",
+			   addr, why);
+	return -ENOTSUP;
+#else
+	(void)addr;
+	(void)length;
+	(void)device;
+	return -ENOTSUP;
 #endif
 }

@@ -25,6 +25,11 @@ struct kinet_mr;
 int kinet_cuda_select(int device); /* cudaSetDevice + context init; 0 or -ENODEV */
 /* Memory type of ptr; *device is the CUDA device owning GPU memory. */
 enum kinet_mem_type kinet_cuda_mem_type(const void *ptr, int *device);
+/* Makes every synchronous copy into or out of the CUDA allocations under
+ * [addr, addr+length) complete before it returns (the driver's
+ * CU_POINTER_ATTRIBUTE_SYNC_MEMOPS), as RDMA stacks do for the GPU memory
+ * they register: 0, or -ENOTSUP where the driver cannot (logged once). */
+int kinet_cuda_sync_memops(void *addr, size_t length, int device);
 /* Descriptor memory for export: GPU memory with CUDA, else kinet_host_alloc. */
 void *kinet_cuda_alloc(struct kinet_ctx *ctx, size_t size);
 int kinet_cuda_copy_in(struct kinet_ctx *ctx, void *dev, const void *src, size_t size);

@@ -83,6 +83,14 @@ int kinet_mr_reg(struct kinet_ctx *ctx, void *addr, size_t length, unsigned acce
 	if (type == KINET_MEM_CUDA && ctx->cuda_device < 0)
 		return KINET_EINVAL("addr", "CUDA device memory in a host-only context (open it with a "
 					    "CUDA device)");
+	/* cudaMemcpy from pageable host memory returns once the data is
+	 * staged, before it lands; the application then posts an operation
+	 * whose copy, on the engine's non-blocking stream (or a NIC's DMA),
+	 * may read the memory first.  The attribute makes such copies
+	 * complete before they return, for every later registration too:
+	 * what GPUDirect RDMA asks of the memory a NIC reads. */
+	if (type == KINET_MEM_CUDA)
+		kinet_cuda_sync_memops(addr, length, dev);
 
 	mr = calloc(1, ctx->ops->mr_size);
 	if (!mr)

@@ -3,10 +3,13 @@
  * GPU->GPU, host->GPU, GPU->host (also many at once: each completion means
  * its data landed), fetch-add and compare-swap on GPU memory
  * (also from several threads and QPs at once: the sum must be exact), and
- * protection checks that leave GPU memory outside the region untouched.
+ * protection checks that leave GPU memory outside the region untouched;
+ * and that a cudaMemcpy into registered GPU memory has landed when it
+ * returns (the region's allocation synchronizes its memory operations).
  * Skips (exit 77) without a CUDA device.
  */
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -570,5 +573,143 @@ KT_TEST(gpu_batch_completions)
 	kinet_ctx_close(ctx);
 }
 
+/* CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
+ * CUdeviceptr ptr), from the driver the runtime loaded; NULL if absent. */
+typedef int (*get_attr_fn)(void *data, int attribute, unsigned long long ptr);
+#define CU_SYNC_MEMOPS 6
+
+static get_attr_fn driver_get_attr(void)
+{
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	void *f = lib ? dlsym(lib, "cuPointerGetAttribute") : NULL;
+	get_attr_fn fn;
+	memcpy(&fn, &f, sizeof(f));
+	return fn;
+}
+
+/* 1 when the allocation holding p synchronizes its memory operations. */
+static int sync_memops(get_attr_fn get, const void *p)
+{
+	unsigned v = 2;
+	if (get(&v, CU_SYNC_MEMOPS, (unsigned long long)(uintptr_t)p))
+		return -1;
+	return (int)v;
+}
+
+/* Copies on a stream of their own keep the copy engines busy, so that the
+ * DMA a cudaMemcpy from pageable memory leaves behind lands late. */
+struct hog {
+	uint8_t *a, *b;
+	size_t len;
+	volatile int stop;
+	pthread_t tid;
+};
+
+static void *hog_thread(void *arg)
+{
+	struct hog *h = (struct hog *)arg;
+	cudaStream_t s;
+	if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess)
+		return NULL;
+	while (!h->stop) {
+		cudaMemcpyAsync(h->b, h->a, h->len, cudaMemcpyDeviceToDevice, s);
+		cudaStreamSynchronize(s);
+	}
+	cudaStreamDestroy(s);
+	return NULL;
+}
+
+/* Rounds of: a cudaMemcpy of a value from pageable memory into GPU
+ * memory, a fetch-add on it that must return that value; a cudaMemcpy of a
+ * pattern, an RDMA write of it into host memory.  0, or the failing round
+ * (said on stderr). */
+static int memcpy_then_post(struct pair *p, struct buf *tgt, struct buf *src, struct buf *hres,
+			    struct buf *hdst)
+{
+	struct kinet_wc wc;
+	for (uint64_t i = 1; i <= 200; i++) {
+		uint64_t v = i * 1000, old;
+		buf_write(tgt, 8, &v, 8);
+		struct kinet_sge s = sge(hres, 0, 8);
+		struct kinet_send_wr w = wr(i, KINET_WR_ATOMIC_FETCH_AND_ADD, &s, tgt, 8);
+		w.compare_add = 1;
+		if (kinet_qp_post_send(p->qp[0], &w, 1, NULL) || poll1(p->cq[0], &wc) || wc.status) {
+			fprintf(stderr, "round %d: fetch-add failed\n", (int)i);
+			return (int)i;
+		}
+		memcpy(&old, hres->p, 8);
+		if (old != v) {
+			fprintf(stderr,
+				"round %d: fetch-add read %llu, cudaMemcpy wrote %llu before posting\n",
+				(int)i, (unsigned long long)old, (unsigned long long)v);
+			return (int)i;
+		}
+
+		std::vector<uint8_t> data(src->len);
+		pattern(data, (unsigned)i);
+		buf_write(src, 0, data.data(), data.size());
+		struct kinet_sge s2 = sge(src, 0, (uint32_t)src->len);
+		w = wr(1000 + i, KINET_WR_RDMA_WRITE, &s2, hdst, 0);
+		if (kinet_qp_post_send(p->qp[0], &w, 1, NULL) || poll1(p->cq[0], &wc) || wc.status) {
+			fprintf(stderr, "round %d: write failed\n", (int)i);
+			return (int)i;
+		}
+		if (memcmp(hdst->p, data.data(), data.size())) {
+			fprintf(stderr, "round %d: the write carried other data than cudaMemcpy wrote\n",
+				(int)i);
+			return (int)i;
+		}
+	}
+	return 0;
+}
+
+/* The application writes GPU memory with cudaMemcpy from pageable host
+ * memory, which may return before its DMA has landed, then posts
+ * operations that read that memory on the engine's stream (a NIC would
+ * read it by DMA): the registration makes such copies synchronous
+ * (CU_POINTER_ATTRIBUTE_SYNC_MEMOPS), so the operations see the data. */
+KT_TEST(gpu_memcpy_then_post)
+{
+	NEED_GPU();
+	struct kinet_ctx *ctx;
+	struct pair p;
+	struct buf tgt, src, hres, hdst;
+	struct hog h;
+	get_attr_fn get = driver_get_attr();
+
+	KT_OK(open_ctx(&ctx, 1));
+	KT_OK(pair_create(ctx, &p));
+	if (get) {
+		void *plain;
+		CUDA_OK(cudaMalloc(&plain, 4096));
+		printf("an unregistered allocation: sync_memops %d\n", sync_memops(get, plain));
+		cudaFree(plain);
+	}
+	KT_OK(buf_alloc(ctx, &tgt, true, 64, 0));
+	KT_OK(buf_alloc(ctx, &src, true, 4096, 0));
+	KT_OK(buf_alloc(ctx, &hres, false, 64, 0x11));
+	KT_OK(buf_alloc(ctx, &hdst, false, 4096, 0x22));
+	if (get) {
+		KT_CHECK_EQ(sync_memops(get, tgt.p), 1);
+		KT_CHECK_EQ(sync_memops(get, src.raw), 1); /* the whole allocation, guards too */
+	}
+	h.len = 64u << 20;
+	h.stop = 0;
+	CUDA_OK(cudaMalloc((void **)&h.a, 2 * h.len));
+	h.b = h.a + h.len;
+	KT_OK(pthread_create(&h.tid, NULL, hog_thread, &h));
+	int failed = memcpy_then_post(&p, &tgt, &src, &hres, &hdst);
+	h.stop = 1;
+	pthread_join(h.tid, NULL);
+	cudaFree(h.a);
+	KT_CHECK_EQ(failed, 0);
+	buf_free(&tgt);
+	buf_free(&src);
+	buf_free(&hres);
+	buf_free(&hdst);
+	pair_destroy(&p);
+	kinet_ctx_close(ctx);
+}
+
 KT_MAIN(gpu_to_gpu, host_to_gpu, gpu_to_host, gpu_batch_completions, gpu_atomics, gpu_atomics_concurrent,
-	gpu_protection)
+	gpu_protection, gpu_memcpy_then_post)
