@@ -361,6 +361,85 @@ KT_TEST(pause_stops_remote_pass)
 		KT_SKIP("no node carrier here");
 }
 
+/* Issue 32, defect 6: once kinet_ctx_pause returned on both contexts of a
+ * node pair, no completion appears on either side, whatever was in flight:
+ * sends waiting for receives (RNR), sends and writes-with-immediate
+ * refused by the target (bad key, the QP in error), reads, and a
+ * requester QP set to error mid-stream.  Each round polls both CQs dry
+ * while paused, then again after a while: nothing new may show. */
+#define FREEZE_ROUNDS 60
+KT_TEST(pause_freezes_completions)
+{
+	struct kinet_ctx *a, *b;
+	struct kt_buf src, dst;
+	struct kt_pair_opts o;
+	const char *was = getenv("KINET_TRANSPORT");
+	int late = 0, rc = 0, total = 0;
+
+	KT_OK(kt_ctx_open(1, &a));
+	KT_OK(kt_ctx_open(1, &b));
+	KT_OK(kt_buf_alloc(a, &src, 64 * 1024, KT_ACC_ALL, 0x21));
+	KT_OK(kt_buf_alloc(b, &dst, 64 * 1024, KT_ACC_ALL, 0));
+	kt_pair_opts_init(&o);
+	o.rnr_timeout_ms = 5;
+	o.timeout_ms = 100 * kt_time_scale();
+	setenv("KINET_TRANSPORT", "node", 1);
+	for (int round = 0; round < FREEZE_ROUNDS && !late; round++) {
+		struct kt_pair p;
+		struct kinet_wc wc[64];
+
+		if ((rc = kt_pair_create(&p, a, b, &o)))
+			break;
+		if (round % 3 == 0) {
+			struct kinet_sge r = kt_sge(&dst, 0, 64);
+			KT_OK(kt_post_recv(p.qp[1], 1, &r, 1));
+		}
+		for (int i = 0; i < 24; i++) {
+			struct kinet_sge s = kt_sge(&src, (size_t)i * 64, 64 + (uint32_t)(i % 4) * 4096);
+			enum kinet_wr_opcode op =
+				(enum kinet_wr_opcode[]){KINET_WR_SEND, KINET_WR_RDMA_WRITE_WITH_IMM,
+							 KINET_WR_RDMA_READ, KINET_WR_RDMA_WRITE}[i % 4];
+			uint32_t rkey = i % 5 == 4 ? kt_rkey(&dst) ^ 0x00ff0000u : kt_rkey(&dst);
+			struct kinet_send_wr w =
+				kt_wr((uint64_t)i, op, KINET_SEND_SIGNALED, &s, 1, kt_addr(&dst, 0), rkey);
+			if (kt_post(p.qp[0], &w))
+				break;
+			if (round % 4 == 1 && i == 12)
+				KT_OK(kinet_qp_set_error(p.qp[0]));
+		}
+		kt_sleep_ms((unsigned)(round % 5));
+		KT_OK(kinet_ctx_pause(a));
+		KT_OK(kinet_ctx_pause(b));
+		for (int n; (n = kinet_cq_poll(p.cq[0], 64, wc)) > 0;)
+			total += n;
+		while (kinet_cq_poll(p.cq[1], 64, wc) > 0)
+			;
+		kt_sleep_ms(20);
+		int n0 = kinet_cq_poll(p.cq[0], 64, wc), n1 = kinet_cq_poll(p.cq[1], 64, wc);
+		if (n0 || n1) {
+			fprintf(stderr, "round %d: %d requester and %d responder completions while paused\n",
+				round, n0, n1);
+			late = 1;
+		}
+		KT_OK(kinet_ctx_resume(b));
+		KT_OK(kinet_ctx_resume(a));
+		kt_pair_destroy(&p);
+	}
+	if (was)
+		setenv("KINET_TRANSPORT", was, 1);
+	else
+		unsetenv("KINET_TRANSPORT");
+	kt_buf_free(&src);
+	kt_buf_free(&dst);
+	KT_OK(kinet_ctx_close(b));
+	KT_OK(kinet_ctx_close(a));
+	if (rc)
+		KT_SKIP("no node carrier here");
+	printf("%d requester completions seen over %d rounds, none while paused\n", total, FREEZE_ROUNDS);
+	KT_CHECK(!late);
+	KT_CHECK(total > 0);
+}
+
 KT_MAIN(poll_vs_qp_destroy, target_qp_destroyed_mid_batch, target_ctx_closed_mid_batch,
 	close_requester_ctx_in_flight, close_target_ctx_in_flight, remote_state_freed_with_qps,
-	pause_stops_remote_pass)
+	pause_stops_remote_pass, pause_freezes_completions)
