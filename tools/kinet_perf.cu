@@ -22,8 +22,11 @@
  * buffer, receives for send) and prints only errors.  Per point both ranks
  * set up together (QP and MR descriptors swapped with the bootstrap's
  * allgather) and rank 1 waits at a barrier while rank 0 measures; a final
- * allgather of the status makes both exit alike.  With several GPUs each
- * rank takes GPU KINET_LOCAL_RANK % count.  KINET_NRANKS > 2 is an error.
+ * allgather of the status makes both exit alike.  A point that fails on
+ * rank 0 ends the run there (exit 1 without waiting for rank 1, which
+ * may be the cause), and rank 1 follows when the bootstrap closes.  With
+ * several GPUs each rank takes GPU KINET_LOCAL_RANK % count.
+ * KINET_NRANKS > 2 is an error.
  *
  * Two GPUs in one process: --peer-gpu D (loopback only) opens the target
  * side's context on GPU D and puts the destination there, the initiator
@@ -115,15 +118,28 @@ static void fill_common(struct perf_result *x, const struct perf_env *e, int ini
 		x->threads = 1; /* an emulated block is one CPU thread */
 }
 
+/* Set when a run of two ranks cannot go on: the rest of the sweep and the
+ * final status exchange are skipped. */
+static int abandoned;
+
 /* End of a point that was set up: the barrier with rank 1 (two ranks),
- * then the QPs and buffers go. */
+ * then the QPs and buffers go.  A point that failed on rank 0 ends the
+ * run instead: the failure may be rank 1's (stopped, hung, unreachable),
+ * and then the barrier and every collective after it would each wait out
+ * PERF_COLL_TIMEOUT_MS.  Rank 0's exit closes the bootstrap, which fails
+ * rank 1's collective at once. */
 static int finish_point(struct perf_env *e, int rc, char *err, size_t errlen)
 {
-	int br = perf_env_done(e);
+	int br = 0;
+	if (rc && e->boot)
+		abandoned = 1;
+	else
+		br = perf_env_done(e);
 	perf_env_teardown(e);
 	if (!rc && br) {
 		snprintf(err, errlen, "barrier with rank 1: %s", kinet_strerror(br));
 		rc = br;
+		abandoned = 1; /* the bootstrap answers nothing after this */
 	}
 	return rc;
 }
@@ -278,7 +294,7 @@ static int run_iter(struct perf_report *rep, struct perf_env *e, uint64_t size)
 		free(phase);
 		return -ENOMEM;
 	}
-	for (int v = 0; v < PERF_ITER_VARIANTS; v++) {
+	for (int v = 0; v < PERF_ITER_VARIANTS && !abandoned; v++) {
 		struct perf_result *x = perf_report_add(rep);
 		int init = v == 1 ? PERF_INIT_CPU : PERF_INIT_GPU;
 		int rc;
@@ -414,17 +430,17 @@ static int run_sizes(struct perf_report *rep, struct perf_env *env, const struct
 {
 	const struct perf_opts *o = po;
 	int failed = 0, rc;
-	for (int i = 0; i < o->nsizes; i++) {
+	for (int i = 0; i < o->nsizes && !abandoned; i++) {
 		uint64_t size = o->sizes[i];
 		if (target) {
 			/* The same points as rank 0, in the same order (and
 			 * the same buffer layout). */
 			if (o->mode == PERF_MODE_ITER) {
-				for (int p = 0; p < PERF_ITER_VARIANTS; p++)
+				for (int p = 0; p < PERF_ITER_VARIANTS && !abandoned; p++)
 					failed |= serve_point(env, size, 1) != 0;
 				continue;
 			}
-			for (int init = PERF_INIT_GPU; init <= PERF_INIT_CPU; init <<= 1)
+			for (int init = PERF_INIT_GPU; init <= PERF_INIT_CPU && !abandoned; init <<= 1)
 				if (o->initiator & init)
 					failed |= serve_point(env, size, point_posters(o, init)) != 0;
 			continue;
@@ -433,7 +449,7 @@ static int run_sizes(struct perf_report *rep, struct perf_env *env, const struct
 			failed |= run_iter(rep, env, size) != 0;
 			continue;
 		}
-		for (int init = PERF_INIT_GPU; init <= PERF_INIT_CPU; init <<= 1) {
+		for (int init = PERF_INIT_GPU; init <= PERF_INIT_CPU && !abandoned; init <<= 1) {
 			if (!(o->initiator & init))
 				continue;
 			if (o->mode == PERF_MODE_LAT || o->mode == PERF_MODE_PINGPONG)
@@ -530,7 +546,7 @@ int main(int argc, char **argv)
 	}
 
 	/* One run per engine-thread count of the sweep (a context each). */
-	for (int ei = 0; ei < (o.nengines ? o.nengines : 1); ei++) {
+	for (int ei = 0; ei < (o.nengines ? o.nengines : 1) && !abandoned; ei++) {
 		if (o.nengines)
 			o.engine_threads = o.engine_list[ei];
 		rc = perf_env_open_ctx(&env, &o);
@@ -543,7 +559,7 @@ int main(int argc, char **argv)
 		env.boot = boot;
 		rep.provider = kinet_ctx_provider(env.ctx);
 		failed |= run_sizes(&rep, &env, &o, target);
-		if (ei + 1 < (o.nengines ? o.nengines : 1))
+		if (ei + 1 < (o.nengines ? o.nengines : 1) && !abandoned)
 			perf_env_close(&env);
 	}
 
@@ -553,7 +569,13 @@ int main(int argc, char **argv)
 			perf_report_json(&rep, stdout);
 		fflush(stdout);
 	}
-	if (boot) {
+	if (boot && abandoned) {
+		fprintf(stderr,
+			"kinet-perf: rank %d: run abandoned after a failure (see above); not waiting for "
+			"rank %d\n",
+			o.rank, 1 - o.rank);
+		failed = 1;
+	} else if (boot) {
 		/* Both ranks exit alike: a failure of either fails both. */
 		int32_t mine = failed, all[2] = {0, 0};
 		rc = kinet_boot_allgather(boot, &mine, all, sizeof(mine));

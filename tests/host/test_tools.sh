@@ -2,8 +2,9 @@
 # kinet-info and kinet-perf flags: --help and --version answer only that,
 # bad sizes and a missing operation are refused, bw rows show no latency,
 # and a plain run prints no "error:" line (nothing asked for a provider or
-# a carrier that is missing), several posting units give a rate, and a
-# two-rank run measures its floors between the ranks.
+# a carrier that is missing), several posting units give a rate, a
+# two-rank run measures its floors between the ranks, and one whose rank 1
+# stops exits promptly with a failure.
 # Usage: test_tools.sh KINET_INFO KINET_PERF KINETRUN
 set -u
 INFO=$1
@@ -100,5 +101,52 @@ has out "remote write's 4 handoffs"
 # [0] op mode init ...: the lat rows are compared with the handoff chain
 awk '$2 == "write" && $3 == "lat" { n++; if ($20 !~ /^[0-9.]+x$/) bad++ } END { exit !(n > 0 && !bad) }' \
 	"$TMP/out" || { fail "two-rank lat rows: no vs_floor"; cat "$TMP/out"; }
+
+# A rank stopped mid-run (SIGSTOP) fails the other's point when its QP
+# times out (10 s); kinet-perf then exits non-zero at once instead of
+# waiting out its 600 s collective bound at the barrier that ends the
+# point (kinetrun then kills the stopped rank).  Rank 1 is stopped once it
+# has connected and had time to reach that barrier: stopped earlier, in
+# the setup's exchange, it is a rank that never arrived, which only the
+# bootstrap's timeout can tell.
+rank_pid() { # PARENT RANK: the pid of that rank among PARENT's children
+	for d in /proc/[0-9]*; do
+		[ "$(awk '/^PPid:/ { print $2 }' "$d/status" 2>/dev/null)" = "$1" ] || continue
+		if tr '\0' '\n' <"$d/environ" 2>/dev/null | grep -qx "KINET_RANK=$2"; then
+			echo "${d#/proc/}"
+			return
+		fi
+	done
+}
+name="kinet-perf, two ranks, rank 1 stopped"
+KINET_LOG=debug "$KINETRUN" -n 2 --timeout 100 -- "$PERF" write --lat -s 8 --iters 10000000 --no-floors \
+	>"$TMP/out" 2>&1 &
+kr=$!
+i=0
+until grep -q '^\[1\] .*connected to QP' "$TMP/out" || [ $i -ge 600 ] || ! kill -0 "$kr" 2>/dev/null; do
+	sleep 0.1
+	i=$((i + 1))
+done
+sleep 2
+r1=$(rank_pid "$kr" 1)
+if [ -z "$r1" ]; then
+	fail "$name: rank 1 not found"
+	kill "$kr" 2>/dev/null
+	wait "$kr"
+else
+	kill -STOP "$r1"
+	t0=$(date +%s)
+	wait "$kr"
+	rc=$?
+	t=$(($(date +%s) - t0))
+	kill -KILL "$r1" 2>/dev/null
+	if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || [ "$t" -gt 45 ]; then
+		fail "$name: exit status $rc after $t s, expected a failure within 45 s"
+		grep -v 'debug:' "$TMP/out" | sed 's/^/    /'
+	else
+		echo "ok: $name (exit status $rc after $t s)"
+		has out "run abandoned after a failure"
+	fi
+fi
 
 exit $failed
