@@ -8,9 +8,10 @@
 
 const char *kinet_strerror(int err)
 {
-	if (err < 0)
-		err = -err;
-	switch (err) {
+	/* The magnitude in unsigned arithmetic: -INT_MIN has no int. */
+	unsigned int e = err < 0 ? 0u - (unsigned int)err : (unsigned int)err;
+
+	switch (e) {
 	case 0:
 		return "success";
 	case EPERM:
