@@ -243,12 +243,12 @@ int kinet_mr_lookup_ptr(struct kinet_ctx *ctx, uint32_t key, const void *ptr, ui
 
 uint32_t kinet_mr_lkey(const struct kinet_mr *mr)
 {
-	return mr ? mr->lkey : KINET_INVALID_LKEY;
+	return mr ? mr->lkey : 0;
 }
 
 uint32_t kinet_mr_rkey(const struct kinet_mr *mr)
 {
-	return mr ? mr->rkey : KINET_INVALID_LKEY;
+	return mr ? mr->rkey : 0;
 }
 
 enum kinet_mem_type kinet_mr_mem_type(const struct kinet_mr *mr)

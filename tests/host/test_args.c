@@ -58,6 +58,10 @@ KT_TEST(mr_args)
 	KT_CHECK(mr == NULL);
 	KT_CHECK_EQ(kinet_mr_dereg(NULL), -EINVAL);
 	KT_CHECK_EQ(kinet_mr_pack(NULL, NULL), -EINVAL);
+	/* The getters' NULL values, as kinet_mr(3) documents them. */
+	KT_CHECK_EQ(kinet_mr_lkey(NULL), 0);
+	KT_CHECK_EQ(kinet_mr_rkey(NULL), 0);
+	KT_CHECK_EQ(kinet_mr_mem_type(NULL), KINET_MEM_HOST);
 
 	/* And the valid ones work. */
 	KT_OK(kinet_mr_reg(ctx, buf, sizeof(buf), 0, &mr));
@@ -240,6 +244,11 @@ KT_TEST(qp_args)
 	KT_CHECK_EQ(info.qpn, kinet_qp_num(qp));
 	KT_CHECK_EQ(kinet_qp_set_error(NULL), -EINVAL);
 	KT_CHECK_EQ(kinet_qp_destroy(NULL), -EINVAL);
+	/* The getters' NULL values, as kinet_qp(3) documents them. */
+	KT_CHECK_EQ(kinet_qp_num(NULL), 0);
+	KT_CHECK_EQ(kinet_qp_db_mode(NULL), KINET_DB_AUTO);
+	KT_CHECK_EQ(kinet_qp_get_path(NULL), KINET_QP_PATH_ENGINE);
+	KT_CHECK_EQ(kinet_qp_get_state(NULL), KINET_QPS_ERR);
 	/* A CQ in use cannot go away under its QP. */
 	KT_CHECK(kinet_cq_destroy(cq) < 0);
 	KT_OK(kinet_qp_destroy(qp));
