@@ -186,6 +186,16 @@ static int check_send_wr(struct kinet_qp *qp, const struct kinet_send_wr *wr, in
 			return SEND_EINVAL("wr->send_flags", "INLINE only for writes and sends");
 		if (total > qp->attr.max_inline)
 			return SEND_EINVAL("wr->sg_list", "inline data longer than the QP's max_inline");
+		/* Inline data is read here, by this call: from address 0 (or
+		 * a range that wraps) it would crash the caller instead of
+		 * failing the request. */
+		for (i = 0; i < wr->num_sge; i++) {
+			uint64_t a = wr->sg_list[i].addr, n = wr->sg_list[i].length;
+
+			if (n && (!a || a > (uint64_t)UINTPTR_MAX - n))
+				return SEND_EINVAL("wr->sg_list",
+						   "inline data at address 0 or wrapping around");
+		}
 		/* The CPU copies inline data into the WQE itself, so it must be
 		 * able to read it: registered GPU memory is refused (the lkey of
 		 * an inline SGE may also be unused, as in verbs; then the data is
@@ -222,6 +232,10 @@ static uint32_t build_send_wqe(struct kinet_qp *qp, const struct kinet_send_wr *
 		uint8_t *data = seg + sizeof(*inl);
 
 		for (i = 0; i < wr->num_sge; i++) {
+			/* An empty SGE may have address 0, which memcpy must
+			 * not be given even for 0 bytes. */
+			if (!wr->sg_list[i].length)
+				continue;
 			memcpy(data + len, (const void *)(uintptr_t)wr->sg_list[i].addr,
 			       wr->sg_list[i].length);
 			len += wr->sg_list[i].length;

@@ -334,6 +334,28 @@ KT_TEST(post_args)
 	KT_OK(kt_wc_expect(&wc[0], 10, 0));
 	KT_CHECK_EQ(kt_poll_for(p.cq[0], 20, 4, wc), 0);
 
+	/* Inline data from address 0 (the call copies it), or from a range
+	 * that wraps: refused, nothing posted.  A zero-length SGE at 0 is
+	 * no data. */
+	struct kinet_sge nul = {.addr = 0, .length = 8, .lkey = kt_lkey(&b)};
+	struct kinet_sge wrap = {.addr = UINT64_MAX - 3, .length = 8, .lkey = kt_lkey(&b)};
+	struct kinet_sge none[2] = {{.addr = 0, .length = 0, .lkey = 0}, kt_sge(&b, 0, 8)};
+	struct kinet_send_wr wi[4] = {
+		kt_wr(20, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED | KINET_SEND_INLINE, &nul, 1,
+		      kt_addr(&b, 0), kt_rkey(&b)),
+		kt_wr(21, KINET_WR_SEND, KINET_SEND_SIGNALED | KINET_SEND_INLINE, &nul, 1, 0, 0),
+		kt_wr(22, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED | KINET_SEND_INLINE, &wrap, 1,
+		      kt_addr(&b, 0), kt_rkey(&b)),
+		kt_wr(23, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED | KINET_SEND_INLINE, none, 2,
+		      kt_addr(&b, 2048), kt_rkey(&b)),
+	};
+	for (int i = 0; i < 3; i++)
+		KT_CHECK_EQ(kt_post(p.qp[0], &wi[i]), -EINVAL);
+	KT_CHECK_EQ(kt_poll_for(p.cq[0], 20, 4, wc), 0);
+	KT_OK(kt_post(p.qp[0], &wi[3]));
+	KT_OK(kt_poll1(p.cq[0], &wc[0]));
+	KT_OK(kt_wc_expect(&wc[0], 23, 0));
+
 	/* unknown opcode, negative SGE count, NULL SGE list, too many SGEs */
 	struct kinet_send_wr x = w;
 	x.opcode = (enum kinet_wr_opcode)77;
