@@ -33,8 +33,8 @@
  * dropped (remote_tgt.c, "Admission and bounds"). */
 #define RP_HOLD_PEER_MAX (32u << 20)
 #define RP_HOLD_TOTAL_MAX (128u << 20)
-/* Answers queued for a peer above which its requests wait (held) instead
- * of producing more: a peer that does not read its answers stops being
+/* Answers queued for a peer above which its reads wait (held) instead of
+ * producing more data: a peer that does not read its answers stops being
  * served, it does not grow our memory. */
 #define RP_OUT_BUSY (1u << 20)
 

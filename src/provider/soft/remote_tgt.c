@@ -28,8 +28,8 @@
  * beyond that, a request for a connected QP fails its channel with an
  * error answer, any other is dropped.  A held request waits at most the
  * smaller of the sender's timeouts and the target QP's own.  A peer with
- * more than RP_OUT_BUSY of answers queued gets no new ones (its requests
- * wait, held, counted against it), and a read is answered fragment by
+ * more than RP_OUT_BUSY of answers queued gets no new read data (its
+ * reads wait, held, counted against it), and a read is answered fragment by
  * fragment as the carrier takes them, so a peer that does not read its
  * answers stops being served instead of growing this process.
  *
@@ -485,9 +485,11 @@ static int handle(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg *
 		return H_NOT_READY;
 	if (!q)
 		return H_BUSY;
-	/* A peer not reading its answers gets no more (a read that is under
-	 * way goes on by itself, fragment by fragment). */
-	if (q->out_bytes > RP_OUT_BUSY && ch->read_seq != m->seq)
+	/* A peer not reading its answers gets no more read data (a read
+	 * under way goes on by itself, fragment by fragment).  Reads are what
+	 * turns a small request into a large answer; the other answers are a
+	 * header each, and a stream of writes must not wait on them. */
+	if (m->opcode == KINET_WQE_OP_RDMA_READ && q->out_bytes > RP_OUT_BUSY && ch->read_seq != m->seq)
 		return H_BUSY;
 	struct data d = {payload, KINET_MEM_HOST, m->frag_len};
 	if (m->flags & RP_FLAG_IPC) {
