@@ -53,6 +53,8 @@ void kinet_pollers_add(bool engine, int delta);
 /* Whether the polling threads of the ranks on this host outnumber the
  * cores (says so once, at warn level). */
 bool kinet_pollers_oversubscribed(void);
+/* Whether this process runs engine threads (of any context). */
+bool kinet_pollers_engines(void);
 
 /* ---- attribute structs that can grow (attr.c) ---- */
 /* Copies the caller's attribute struct attr (name: for the log) into out,

@@ -3,6 +3,7 @@
  * another context) and read by the host poller or by device code.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -405,6 +406,19 @@ static bool cqe_ready(const struct kinet_cq *cq, uint64_t ci, uint8_t *op_own)
 	return (*op_own >> 4) != KINET_CQE_INVALID && (*op_own & 1) == kinet_cqe_sw_owner(ci, cq->log_depth);
 }
 
+/* Empty polls in a row after which a poller yields its core, while engine
+ * threads run in the process: about 5 us at ~5 ns a poll, longer than an
+ * operation the engine completes with a core of its own (0.4-1 us), so
+ * that case never pays for a yield (~1 us in a VM).  The engine may be on
+ * this very core: the scheduler may start it beside the thread that opened
+ * the context and move one away only when its load balancer runs, at a
+ * tick (4 ms at HZ=250); a completion polled for without a yield took
+ * 2-4 ms for the first operations after kinet_ctx_open
+ * (docs/guide/tuning.md). */
+#define CQ_EMPTY_POLLS_YIELD 1024u
+
+static _Thread_local unsigned empty_polls;
+
 int kinet_cq_poll(struct kinet_cq *cq, int max, struct kinet_wc *wc)
 {
 	uint8_t op_own;
@@ -421,8 +435,14 @@ int kinet_cq_poll(struct kinet_cq *cq, int max, struct kinet_wc *wc)
 	 * only reads: the lock would be a write per look, on a line the
 	 * engine then has to take back for the next CQE.  A stale index only
 	 * sends the caller to the locked check or back empty-handed. */
-	if (max && !cqe_ready(cq, __atomic_load_n(&cq->ci, __ATOMIC_RELAXED), &op_own))
+	if (max && !cqe_ready(cq, __atomic_load_n(&cq->ci, __ATOMIC_RELAXED), &op_own)) {
+		if (++empty_polls >= CQ_EMPTY_POLLS_YIELD && kinet_pollers_engines()) {
+			empty_polls = 0;
+			sched_yield();
+		}
 		return atomic_load(&cq->overrun) ? -EOVERFLOW : 0;
+	}
+	empty_polls = 0;
 	pthread_mutex_lock(&cq->poll_lock);
 	for (n = 0; n < max; n++) {
 		if (!cqe_ready(cq, cq->ci, &op_own))

@@ -57,3 +57,8 @@ bool kinet_pollers_oversubscribed(void)
 			   local_ranks * per_rank, cores, local_ranks, eng, per_rank - eng);
 	return true;
 }
+
+bool kinet_pollers_engines(void)
+{
+	return atomic_load_explicit(&engines, memory_order_relaxed) > 0;
+}
