@@ -105,6 +105,17 @@ int kinet_peer_ctx_add(struct kinet_ctx *ctx)
 	return ret;
 }
 
+bool kinet_peer_process_has_qp(uint32_t qpn)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&peer_lock);
+	for (size_t i = 0; i < ncontexts && !found; i++)
+		found = kinet_ctx_find_qp(contexts[i], qpn) != NULL;
+	pthread_mutex_unlock(&peer_lock);
+	return found;
+}
+
 /* ---- device table updates ---- */
 
 /* Writes host bytes into device memory of the link's QP context (its

@@ -26,6 +26,8 @@ struct kinet_peer_link;
 int kinet_peer_ctx_add(struct kinet_ctx *ctx);
 /* Revokes the windows of links into ctx and forgets it (ctx close). */
 void kinet_peer_ctx_remove(struct kinet_ctx *ctx);
+/* Whether a QP numbered qpn exists in an open context of this process. */
+bool kinet_peer_process_has_qp(uint32_t qpn);
 /* Gives a connected, exported QP its window table when the peer is
  * reachable; 0, or -EHOSTUNREACH under KINET_P2P=force when it is not. */
 int kinet_peer_qp_attach(struct kinet_qp *qp);

@@ -277,6 +277,15 @@ int kinet_qp_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote)
 		KINET_ERR("%s: QP %u is in state %s, not RESET", __func__, qp->qpn, state_name(state));
 		return -EINVAL;
 	}
+	/* A peer in this process can be checked, unlike one elsewhere (which
+	 * RC connects to blindly, as hardware does): a destroyed or made-up
+	 * QP number would otherwise show only as work that times out. */
+	if (remote->node_id == qp->ctx->node_id && !kinet_peer_process_has_qp(remote->qpn)) {
+		KINET_ERR("%s: QP %u: the peer QP %u is of this process, and no open context has it "
+			  "(destroyed, or a number that never was a QP's)",
+			  __func__, qp->qpn, remote->qpn);
+		return -ENOENT;
+	}
 	atomic_store(&qp->state, KINET_QPS_INIT);
 	qp->remote = *remote;
 	atomic_store(&qp->state, KINET_QPS_RTR);
