@@ -49,6 +49,17 @@ KT_TEST(empty_polls_yield)
 	KT_OK(kt_buf_alloc(ctx, &src, 64, KT_ACC_ALL, 1));
 	KT_OK(kt_buf_alloc(ctx, &dst, 64, KT_ACC_ALL, 0));
 
+	/* One operation first: the engine thread has run (and counted
+	 * itself among the pollers; on a loaded machine it may start after
+	 * the context opened, and polls before that have no reason to
+	 * yield). */
+	struct kinet_sge sge0 = kt_sge(&src, 0, 64);
+	struct kinet_send_wr wr0 = kt_wr(99, KINET_WR_RDMA_WRITE, KINET_SEND_SIGNALED, &sge0, 1,
+					 kt_addr(&dst, 0), kt_rkey(&dst));
+	KT_OK(kt_post(p.qp[0], &wr0));
+	KT_OK(wait_one(p.cq[0], &wc));
+	KT_OK(kt_wc_expect(&wc, 99, 0));
+
 	/* A long run of empty polls: one yield per 1024 (the run may start
 	 * with up to 1023 counted before). */
 	unsigned y0 = yields;
