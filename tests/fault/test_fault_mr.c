@@ -13,6 +13,17 @@
 
 #define BIG (64u << 20)
 #define NW 4
+/* 64 MiB writes over a carrier take seconds on a loaded 2-core machine:
+ * the QP timeout (a live peer's longest silence) allows for it, and each
+ * wait for a completion is bounded by twice that, so a missing one is the
+ * library's fault, not the load's. */
+#define BIG_TIMEOUT_MS (30000u * kt_time_scale())
+
+static int poll_big(struct kinet_cq *cq, struct kinet_wc *wc)
+{
+	int rc = kt_poll_n(cq, 1, wc, 2 * BIG_TIMEOUT_MS);
+	return rc == 1 ? 0 : rc;
+}
 
 static uint8_t *map(size_t len, uint8_t fill)
 {
@@ -67,7 +78,7 @@ static void dereg_source(bool first_lands)
 		KT_SKIP("transport %s cannot connect here", getenv("KINET_TRANSPORT"));
 	}
 	kt_pair_opts_init(&o);
-	o.timeout_ms = 5000;
+	o.timeout_ms = BIG_TIMEOUT_MS;
 	KT_OK(kt_pair_create(&p, a, b, &o));
 	KT_CHECK((src = map(BIG, 0x11)) != NULL);
 	KT_OK(kinet_mr_reg(a, src, BIG, KT_ACC_ALL, &smr));
@@ -84,7 +95,7 @@ static void dereg_source(bool first_lands)
 		/* Mid-transfer: the first write is done, the next under way.
 		 * (Waiting on the target's bytes instead would race with the
 		 * engine writing them.) */
-		KT_OK(kt_poll1(p.cq[0], &wc));
+		KT_OK(poll_big(p.cq[0], &wc));
 		KT_OK(kt_wc_expect(&wc, 0, 0));
 		first = 1;
 	}
@@ -93,7 +104,7 @@ static void dereg_source(bool first_lands)
 	KT_OK(munmap(src, BIG));
 
 	for (int i = first; i < NW; i++) {
-		KT_OK(kt_poll1(p.cq[0], &wc));
+		KT_OK(poll_big(p.cq[0], &wc));
 		KT_CHECK_EQ(wc.wr_id, (uint64_t)i);
 		if (errors)
 			KT_CHECK(wc.status != 0);
@@ -148,7 +159,7 @@ KT_TEST(dereg_target_mid_transfer)
 		KT_SKIP("transport %s cannot connect here", getenv("KINET_TRANSPORT"));
 	}
 	kt_pair_opts_init(&o);
-	o.timeout_ms = 5000;
+	o.timeout_ms = BIG_TIMEOUT_MS;
 	KT_OK(kt_pair_create(&p, a, b, &o));
 	KT_OK(kt_buf_alloc(a, &src, BIG, KT_ACC_ALL, 0x33));
 	KT_CHECK((dst = map(BIG, 0x44)) != NULL);
@@ -159,13 +170,13 @@ KT_TEST(dereg_target_mid_transfer)
 					       (uint64_t)(uintptr_t)dst, kinet_mr_rkey(dmr));
 		KT_OK(kt_post(p.qp[0], &w));
 	}
-	KT_OK(kt_poll1(p.cq[0], &wc));
+	KT_OK(poll_big(p.cq[0], &wc));
 	KT_OK(kt_wc_expect(&wc, 0, 0));
 	KT_OK(kinet_mr_dereg(dmr));
 	KT_OK(munmap(dst, BIG));
 	int errors = 0;
 	for (int i = 1; i < NW; i++) {
-		KT_OK(kt_poll1(p.cq[0], &wc));
+		KT_OK(poll_big(p.cq[0], &wc));
 		KT_CHECK_EQ(wc.wr_id, (uint64_t)i);
 		if (errors)
 			KT_CHECK(wc.status != 0);
