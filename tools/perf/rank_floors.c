@@ -32,6 +32,23 @@
 
 #define RANK_WARMUP 200
 #define RANK_ITERS 5000
+
+/* Samples of each floor: RANK_ITERS, or as many as the timed points when
+ * --iters asks for fewer (not under 100): on a loaded machine where waiters
+ * yield, one sample can cost a scheduler tick (4 ms), and 5000 of them then
+ * took longer than a short run's points.  Both ranks read the same
+ * command line, so they agree on the count. */
+static uint64_t rank_iters(const struct perf_opts *o)
+{
+	if (o->iters <= 0 || o->iters >= RANK_ITERS)
+		return RANK_ITERS;
+	return o->iters < 100 ? 100 : (uint64_t)o->iters;
+}
+
+static uint64_t rank_warmup(uint64_t iters)
+{
+	return iters / 10 < RANK_WARMUP ? iters / 10 : RANK_WARMUP;
+}
 #define RANK_WAIT_LIMIT_NS (2ull * 1000000000ull)
 
 /* One word per cache line: the chain's words never share one. */
@@ -125,9 +142,9 @@ out:
 	return m == MAP_FAILED ? NULL : (struct rank_words *)m;
 }
 
-static int rank0_measure(struct rank_words *w, int yield, struct perf_rank_floors *f)
+static int rank0_measure(struct rank_words *w, int yield, uint64_t iters, struct perf_rank_floors *f)
 {
-	uint64_t n = RANK_WARMUP + RANK_ITERS, *ns = (uint64_t *)malloc(n * sizeof(uint64_t));
+	uint64_t warm = rank_warmup(iters), n = warm + iters, *ns = (uint64_t *)malloc(n * sizeof(uint64_t));
 	struct rank_chain c = {w, n + 1, n, yield};
 	pthread_t engine;
 	int rc = 0;
@@ -142,7 +159,7 @@ static int rank0_measure(struct rank_words *w, int yield, struct perf_rank_floor
 		ns[i - 1] = perf_now_ns() - t0;
 	}
 	if (!rc)
-		perf_stats_ns(ns + RANK_WARMUP, RANK_ITERS, &f->process_rtt);
+		perf_stats_ns(ns + warm, iters, &f->process_rtt);
 	/* Handoff chain: words n+1..2n. */
 	if (!rc && pthread_create(&engine, NULL, chain_engine, &c) == 0) {
 		for (uint64_t i = c.first; i < c.first + n && !rc; i++) {
@@ -153,7 +170,7 @@ static int rank0_measure(struct rank_words *w, int yield, struct perf_rank_floor
 		}
 		pthread_join(engine, NULL);
 		if (!rc)
-			perf_stats_ns(ns + RANK_WARMUP, RANK_ITERS, &f->handoff_rtt);
+			perf_stats_ns(ns + warm, iters, &f->handoff_rtt);
 	} else if (!rc) {
 		rc = -EAGAIN;
 	}
@@ -162,9 +179,9 @@ static int rank0_measure(struct rank_words *w, int yield, struct perf_rank_floor
 }
 
 /* Rank 1 answers every word of both floors. */
-static int rank1_answer(struct rank_words *w, int yield)
+static int rank1_answer(struct rank_words *w, int yield, uint64_t iters)
 {
-	uint64_t n = 2 * (RANK_WARMUP + RANK_ITERS);
+	uint64_t n = 2 * (rank_warmup(iters) + iters);
 	for (uint64_t i = 1; i <= n; i++) {
 		if (wait_word(w, w->to_target, i, yield))
 			return -ETIMEDOUT;
@@ -187,7 +204,8 @@ void perf_rank_floors_measure(const struct perf_opts *o, struct kinet_boot *boot
 	w = map_words(boot, o->rank, f->note, sizeof(f->note));
 	if (!w)
 		return;
-	rc = o->rank == 0 ? rank0_measure(w, f->yield, f) : rank1_answer(w, f->yield);
+	rc = o->rank == 0 ? rank0_measure(w, f->yield, rank_iters(o), f)
+			  : rank1_answer(w, f->yield, rank_iters(o));
 	munmap(w, sizeof(*w));
 	if (rc)
 		snprintf(f->note, sizeof(f->note), "%s", kinet_strerror(rc));
