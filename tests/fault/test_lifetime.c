@@ -34,6 +34,15 @@ static void *poll_main(void *arg)
 	return NULL;
 }
 
+/* $KINET_TRANSPORT back to what it was (was: its getenv before). */
+static void transport_restore(const char *was)
+{
+	if (was)
+		setenv("KINET_TRANSPORT", was, 1);
+	else
+		unsetenv("KINET_TRANSPORT");
+}
+
 /* Issue 12, defect 1: kinet_cq_poll decoded CQEs of a QP that another
  * thread was destroying (the decode looked the QP up without a reference
  * and used it afterwards).  The poller runs freely; the main thread does
@@ -285,10 +294,7 @@ KT_TEST(remote_state_freed_with_qps)
 			before = mallinfo2().uordblks;
 	}
 	size_t after = mallinfo2().uordblks;
-	if (was)
-		setenv("KINET_TRANSPORT", was, 1);
-	else
-		unsetenv("KINET_TRANSPORT");
+	transport_restore(was);
 	kt_buf_free(&src);
 	kt_buf_free(&dst);
 	KT_OK(kinet_ctx_close(b));
@@ -321,10 +327,7 @@ KT_TEST(pause_stops_remote_pass)
 	KT_OK(kt_buf_alloc(b, &dst, PAUSE_LEN, KT_ACC_ALL, 0));
 	setenv("KINET_TRANSPORT", "node", 1);
 	rc = kt_pair_create(&p, a, b, NULL);
-	if (was)
-		setenv("KINET_TRANSPORT", was, 1);
-	else
-		unsetenv("KINET_TRANSPORT");
+	transport_restore(was);
 	if (!rc) {
 		int landed = 0;
 
@@ -425,10 +428,7 @@ KT_TEST(pause_freezes_completions)
 		KT_OK(kinet_ctx_resume(a));
 		kt_pair_destroy(&p);
 	}
-	if (was)
-		setenv("KINET_TRANSPORT", was, 1);
-	else
-		unsetenv("KINET_TRANSPORT");
+	transport_restore(was);
 	kt_buf_free(&src);
 	kt_buf_free(&dst);
 	KT_OK(kinet_ctx_close(b));

@@ -93,6 +93,19 @@ static int scene_open(struct scene *s, uint32_t timeout_ms)
 	return rc;
 }
 
+static void scene_close(struct scene *s);
+
+/* Opens the scene, or skips the test where that carrier cannot open. */
+#define SCENE_OPEN(s, timeout_ms)                                                                            \
+	do {                                                                                                 \
+		int rc_ = scene_open((s), (timeout_ms));                                                     \
+		if (rc_) {                                                                                   \
+			scene_close(s);                                                                      \
+			KT_SKIP("no %s carrier here (%s)", over_ofi() ? "ofi" : "node",                      \
+				kinet_strerror(rc_));                                                        \
+		}                                                                                            \
+	} while (0)
+
 static void scene_close(struct scene *s)
 {
 	kt_pair_destroy(&s->pair);
@@ -144,6 +157,23 @@ static int send_raw(struct scene *s, const struct rp_msg *m, const void *payload
 	       kt_now_ms() < end)
 		sched_yield();
 	return rc;
+}
+
+/* m's 16 bytes as two fragments of 8; the second says length last_length
+ * and key last_rkey (what a lying or broken sender changes). */
+static int send_halves(struct scene *s, struct rp_msg m, uint32_t last_length, uint32_t last_rkey)
+{
+	static const uint8_t part[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+	int rc;
+
+	m.flags = 0;
+	if ((rc = send_raw(s, &m, part, 8)))
+		return rc;
+	m.offset = 8;
+	m.flags = RP_FLAG_LAST;
+	m.length = last_length;
+	m.rkey = last_rkey;
+	return send_raw(s, &m, part, 8);
 }
 
 struct stats {
@@ -198,12 +228,7 @@ static bool heap_measured(size_t before)
 KT_TEST(strays_dropped_unheld)
 {
 	struct scene s;
-	int rc = scene_open(&s, 2000 * kt_time_scale());
-
-	if (rc) {
-		scene_close(&s);
-		KT_SKIP("no %s carrier here (%s)", over_ofi() ? "ofi" : "node", kinet_strerror(rc));
-	}
+	SCENE_OPEN(&s, 2000 * kt_time_scale());
 	size_t heap0 = heap_in_use();
 	struct stats st0 = target_stats(&s);
 	for (int i = 0; i < FLOOD; i++) {
@@ -288,12 +313,7 @@ KT_TEST(held_requests_bounded_and_expire)
 {
 	struct scene s;
 	struct kinet_qp *idle;
-	int rc = scene_open(&s, 2000 * kt_time_scale());
-
-	if (rc) {
-		scene_close(&s);
-		KT_SKIP("no %s carrier here (%s)", over_ofi() ? "ofi" : "node", kinet_strerror(rc));
-	}
+	SCENE_OPEN(&s, 2000 * kt_time_scale());
 	/* A timeout the flood cannot outlast, however loaded the machine. */
 	KT_CHECK((idle = idle_qp(&s, 600000)) != NULL);
 	size_t heap0 = heap_in_use();
@@ -343,16 +363,12 @@ KT_TEST(held_requests_bounded_and_expire)
 KT_TEST(unread_answers_bounded)
 {
 	struct scene s;
-	int rc;
 
 	/* The attacker's own endpoint must keep sending while its engine does
 	 * not progress, which the node carrier allows and ofi does not. */
 	if (over_ofi())
 		KT_SKIP("unread answers are played over the node carrier");
-	if ((rc = scene_open(&s, 1000 * kt_time_scale()))) {
-		scene_close(&s);
-		KT_SKIP("no %s carrier here (%s)", over_ofi() ? "ofi" : "node", kinet_strerror(rc));
-	}
+	SCENE_OPEN(&s, 1000 * kt_time_scale());
 	size_t heap0 = heap_in_use(), peak = 0;
 	KT_OK(kinet_ctx_pause(s.attacker));
 	for (int i = 0; i < READS; i++) {
@@ -387,23 +403,13 @@ KT_TEST(lying_fragment_length)
 {
 	struct scene s;
 	struct kinet_wc wc;
-	int rc = scene_open(&s, 2000 * kt_time_scale());
-
-	if (rc) {
-		scene_close(&s);
-		KT_SKIP("no %s carrier here (%s)", over_ofi() ? "ofi" : "node", kinet_strerror(rc));
-	}
+	SCENE_OPEN(&s, 2000 * kt_time_scale());
 	struct kinet_sge rg = kt_sge(&s.tbuf, 0, 64);
-	uint8_t part[8] = {1, 2, 3, 4, 5, 6, 7, 8};
 
 	/* Well-formed: 16 bytes in two fragments. */
 	KT_OK(kt_post_recv(s.pair.qp[1], 1, &rg, 1));
 	struct rp_msg m = request(&s, KINET_WQE_OP_SEND, 16);
-	m.flags = 0;
-	KT_OK(send_raw(&s, &m, part, 8));
-	m.offset = 8;
-	m.flags = RP_FLAG_LAST;
-	KT_OK(send_raw(&s, &m, part, 8));
+	KT_OK(send_halves(&s, m, 16, m.rkey));
 	KT_OK(kt_poll1(s.pair.cq[1], &wc));
 	KT_OK(kt_wc_expect(&wc, 1, 0));
 	KT_CHECK_EQ(wc.byte_len, 16);
@@ -411,12 +417,7 @@ KT_TEST(lying_fragment_length)
 	/* The last fragment lies about the length. */
 	KT_OK(kt_post_recv(s.pair.qp[1], 2, &rg, 1));
 	m = request(&s, KINET_WQE_OP_SEND, 16);
-	m.flags = 0;
-	KT_OK(send_raw(&s, &m, part, 8));
-	m.offset = 8;
-	m.flags = RP_FLAG_LAST;
-	m.length = 2147483647u;
-	KT_OK(send_raw(&s, &m, part, 8));
+	KT_OK(send_halves(&s, m, 2147483647u, m.rkey));
 	KT_OK(kt_poll1(s.pair.cq[1], &wc));
 	KT_CHECK_EQ(wc.wr_id, 2);
 	KT_CHECK(wc.status != 0);
@@ -432,23 +433,12 @@ KT_TEST(refused_later_fragment)
 {
 	struct scene s;
 	struct kinet_wc wc;
-	int rc = scene_open(&s, 2000 * kt_time_scale());
-
-	if (rc) {
-		scene_close(&s);
-		KT_SKIP("no %s carrier here (%s)", over_ofi() ? "ofi" : "node", kinet_strerror(rc));
-	}
+	SCENE_OPEN(&s, 2000 * kt_time_scale());
 	struct kinet_sge rg = kt_sge(&s.tbuf, 0, 64);
-	uint8_t part[8] = {1, 2, 3, 4, 5, 6, 7, 8};
 
 	KT_OK(kt_post_recv(s.pair.qp[1], 5, &rg, 1));
 	struct rp_msg m = request(&s, KINET_WQE_OP_RDMA_WRITE_IMM, 16);
-	m.flags = 0;
-	KT_OK(send_raw(&s, &m, part, 8));
-	m.offset = 8;
-	m.flags = RP_FLAG_LAST;
-	m.rkey ^= 0x00ff0000u; /* not a key of the target */
-	KT_OK(send_raw(&s, &m, part, 8));
+	KT_OK(send_halves(&s, m, 16, m.rkey ^ 0x00ff0000u)); /* not a key of the target */
 	KT_OK(kt_poll1(s.pair.cq[1], &wc));
 	KT_CHECK_EQ(wc.wr_id, 5);
 	KT_CHECK(wc.status != 0);
@@ -541,14 +531,10 @@ KT_TEST(inbox_records_checked)
 	struct inbox in;
 	struct kt_buf src;
 	struct kinet_wc wc;
-	int rc;
 
 	if (over_ofi())
 		KT_SKIP("the inbox cases are for the node carrier");
-	if ((rc = scene_open(&s, 2000 * kt_time_scale()))) {
-		scene_close(&s);
-		KT_SKIP("no node carrier here (%s)", kinet_strerror(rc));
-	}
+	SCENE_OPEN(&s, 2000 * kt_time_scale());
 	KT_OK(inbox_claim(&s, &in));
 	/* A hang is a failure, not a stuck test. */
 	alarm(60 * kt_time_scale());
