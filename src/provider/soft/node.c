@@ -413,23 +413,28 @@ static int drain_slot(struct kinet_carrier *c, uint32_t i, kinet_carrier_deliver
 
 	KINET_TSAN_ACQUIRE(&tsan_edge);
 	while (head != tail) {
-		uint64_t pos = head % NODE_RING_BYTES, avail = tail - head, need;
+		uint64_t pos = head % NODE_RING_BYTES, avail = tail - head, need = 0;
+		const char *bad = NULL;
 		uint32_t hdr[2];
 
 		if (avail > NODE_RING_BYTES || avail < 8 || (pos & 7) || (avail & 7)) {
-			garbled(c, i, "head and tail are not a record apart");
+			bad = "head and tail are not a record apart";
+		} else {
+			memcpy(hdr, ring + pos, sizeof(hdr));
+			if (hdr[1] & NODE_REC_WRAP)
+				need = NODE_RING_BYTES - pos; /* the rest of the ring */
+			else if (hdr[0] > KINET_CARRIER_MAX_MSG)
+				bad = "a record longer than any message";
+			else
+				need = 8 + ((hdr[0] + 7ull) & ~7ull);
+			if (!bad && (need > NODE_RING_BYTES - pos || need > avail))
+				bad = "a record or wrap marker reaches past the tail or the ring's end";
+		}
+		if (bad) {
+			garbled(c, i, bad);
 			head = tail;
-		} else if (memcpy(hdr, ring + pos, sizeof(hdr)), hdr[1] & NODE_REC_WRAP) {
-			if (NODE_RING_BYTES - pos > avail) {
-				garbled(c, i, "a wrap marker reaches past the tail");
-				head = tail;
-			} else {
-				head += NODE_RING_BYTES - pos;
-			}
-		} else if (hdr[0] > KINET_CARRIER_MAX_MSG ||
-			   (need = 8 + ((hdr[0] + 7ull) & ~7ull)) > NODE_RING_BYTES - pos || need > avail) {
-			garbled(c, i, "a record reaches past the tail or the ring's end");
-			head = tail;
+		} else if (hdr[1] & NODE_REC_WRAP) {
+			head += need;
 		} else {
 			struct kinet_carrier_peer *p = slot_peer(c, i);
 

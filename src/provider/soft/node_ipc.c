@@ -274,8 +274,7 @@ void rp_ipc_on_ack(struct rp_state *rs, const struct rp_msg *m, const uint8_t *p
 {
 	struct rp_qp *p = rp_find_qp(rs, m->dst_qpn);
 
-	if (!p || p->qp->remote.qpn != m->src_qpn || p->qp->remote.node_id != m->src_node ||
-	    m->frag_len != sizeof(struct rp_ipc)) {
+	if (!p || !rp_from_peer(p, m) || m->frag_len != sizeof(struct rp_ipc)) {
 		KINET_DBG("remote: dropping a CUDA IPC answer for QP %u", m->dst_qpn);
 		return;
 	}
@@ -364,19 +363,13 @@ void rp_ipc_on_probe(struct rp_state *rs, struct rp_carrier *car, struct kinet_c
 	/* Only the connected peer may make this process open its memory (a
 	 * probe that comes before the target connected is dropped: that
 	 * allocation is staged). */
-	if (!p || p->qp->remote.qpn != m->src_qpn || p->qp->remote.node_id != m->src_node) {
+	if (!p || !rp_from_peer(p, m)) {
 		rp_drop(rs, p ? RP_DROP_SENDER : RP_DROP_NO_QP, m);
 		return;
 	}
 	memcpy(&ipc, payload, sizeof(ipc));
-	a = *m;
-	a.type = RP_IPC_ACK;
+	rp_msg_reply(&a, rs, m, RP_IPC_ACK);
 	a.flags = RP_FLAG_LAST;
-	a.src_qpn = m->dst_qpn;
-	a.dst_qpn = m->src_qpn;
-	a.src_node = rs->ctx->node_id;
-	a.token = m->src_token;
-	a.src_token = rs->token;
 	a.syndrome = car == &rs->car[RP_NODE] && rp_ipc_map_get(rs, m->src_node, &ipc) ? 0 : 1;
 	rp_send_queued(rs, car, peer, &a, &ipc, sizeof(ipc));
 }

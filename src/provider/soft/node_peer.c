@@ -83,7 +83,7 @@ static struct rp_qp *initiator_of(struct rp_state *rs, const struct rp_msg *m)
 {
 	struct rp_qp *p = rp_find_qp(rs, m->dst_qpn);
 
-	if (!p || p->qp->remote.qpn != m->src_qpn || p->qp->remote.node_id != m->src_node)
+	if (!p || !rp_from_peer(p, m))
 		return NULL;
 	return p;
 }
@@ -242,7 +242,7 @@ void rp_peer_on_hello(struct rp_state *rs, struct rp_carrier *car, struct kinet_
 	struct rp_msg end;
 
 	msg_init(&end, rs, RP_PEER_WINDOW, m->dst_qpn, m->src_qpn, m->src_token);
-	if (conn && (conn->qp->remote.qpn != m->src_qpn || conn->qp->remote.node_id != m->src_node)) {
+	if (conn && !rp_from_peer(conn, m)) {
 		/* Windows are for the QP's peer only. */
 		rp_drop(rs, RP_DROP_SENDER, m);
 		return;

@@ -131,6 +131,17 @@ void rp_msg_init(struct rp_msg *m, const struct rp_state *rs, uint8_t type, uint
 	m->src_token = rs->token;
 }
 
+void rp_msg_reply(struct rp_msg *r, const struct rp_state *rs, const struct rp_msg *req, uint8_t type)
+{
+	*r = *req;
+	r->type = type;
+	r->src_qpn = req->dst_qpn;
+	r->dst_qpn = req->src_qpn;
+	r->src_node = rs->ctx->node_id;
+	r->token = req->src_token;
+	r->src_token = rs->token;
+}
+
 int kinet_remote_stats(struct kinet_ctx *ctx, uint64_t drops[RP_DROP_REASONS], uint64_t *token,
 		       size_t *held_bytes)
 {

@@ -304,6 +304,14 @@ struct rp_state *rp_state_get(struct kinet_ctx *ctx);
  * its failures are logged at info level. */
 struct rp_carrier *rp_carrier_get(struct rp_state *rs, enum rp_kind kind, bool asked);
 struct rp_qp *rp_find_qp(struct rp_state *rs, uint32_t qpn);
+/* Whether m comes from the QP p is connected to (its QPN and context). */
+static inline bool rp_from_peer(const struct rp_qp *p, const struct rp_msg *m)
+{
+	return p->qp->remote.qpn == m->src_qpn && p->qp->remote.node_id == m->src_node;
+}
+/* r: the header of a message of type answering req (addresses swapped,
+ * req's sender token as the receiver's); the rest is req's. */
+void rp_msg_reply(struct rp_msg *r, const struct rp_state *rs, const struct rp_msg *req, uint8_t type);
 /* Counts a dropped message and logs it, the first and then each time the
  * count of that reason doubles (rs->lock held). */
 void rp_drop(struct rp_state *rs, enum rp_drop why, const struct rp_msg *m);

@@ -345,7 +345,7 @@ void rp_on_pong(struct rp_state *rs, const struct rp_msg *m)
 {
 	struct rp_qp *p = rp_find_qp(rs, m->dst_qpn);
 
-	if (p && p->qp->remote.qpn == m->src_qpn && p->qp->remote.node_id == m->src_node)
+	if (p && rp_from_peer(p, m))
 		p->last_heard_ns = kinet_now_ns();
 }
 
@@ -354,7 +354,7 @@ void rp_on_response(struct rp_state *rs, const struct rp_msg *m, const uint8_t *
 	struct rp_qp *p = rp_find_qp(rs, m->dst_qpn);
 	struct rp_slot *s;
 
-	if (!p || p->qp->remote.qpn != m->src_qpn || p->qp->remote.node_id != m->src_node) {
+	if (!p || !rp_from_peer(p, m)) {
 		rp_drop(rs, p ? RP_DROP_SENDER : RP_DROP_NO_QP, m);
 		return;
 	}

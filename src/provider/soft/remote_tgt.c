@@ -154,14 +154,9 @@ void rp_send_queued(struct rp_state *rs, struct rp_carrier *car, struct kinet_ca
 static void answer(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg *req, uint8_t syndrome,
 		   uint32_t off, const void *data, uint32_t n, bool last)
 {
-	struct rp_msg m = *req;
+	struct rp_msg m;
 
-	m.type = RP_RESP;
-	m.src_qpn = req->dst_qpn;
-	m.dst_qpn = req->src_qpn;
-	m.src_node = rs->ctx->node_id;
-	m.token = req->src_token;
-	m.src_token = rs->token;
+	rp_msg_reply(&m, rs, req, RP_RESP);
 	m.syndrome = syndrome;
 	m.offset = off;
 	m.frag_len = n;
@@ -439,7 +434,7 @@ static int admit(struct rp_state *rs, const struct rp_msg *m, uint32_t *timeout_
 	int state;
 
 	if (p) {
-		if (p->qp->remote.qpn != m->src_qpn || p->qp->remote.node_id != m->src_node)
+		if (!rp_from_peer(p, m))
 			return RP_DROP_SENDER;
 		*timeout_ms = p->qp->attr.timeout_ms;
 		*rnr_ms = p->qp->attr.rnr_timeout_ms;
@@ -464,14 +459,15 @@ static struct kinet_qp *target_of(struct rp_state *rs, const struct rp_msg *m)
 {
 	struct rp_qp *p = rp_find_qp(rs, m->dst_qpn);
 
-	if (!p || p->qp->remote.qpn != m->src_qpn || p->qp->remote.node_id != m->src_node)
+	if (!p || !rp_from_peer(p, m))
 		return NULL;
 	return p->qp;
 }
 
-static int handle(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg *m, const uint8_t *payload)
+/* q: the answers' queue of ch's peer (outq_of(ch->car, ch->peer)). */
+static int handle(struct rp_state *rs, struct rp_chan *ch, struct rp_outq *q, const struct rp_msg *m,
+		  const uint8_t *payload)
 {
-	struct rp_outq *q = outq_of(rs, ch->car, ch->peer);
 	struct kinet_qp *tq;
 	int state;
 
@@ -483,8 +479,6 @@ static int handle(struct rp_state *rs, struct rp_chan *ch, const struct rp_msg *
 		return H_DONE;
 	if (state != KINET_QPS_RTS)
 		return H_NOT_READY;
-	if (!q)
-		return H_BUSY;
 	/* A peer not reading its answers gets no more read data (a read
 	 * under way goes on by itself, fragment by fragment).  Reads are what
 	 * turns a small request into a large answer; the other answers are a
@@ -607,7 +601,7 @@ void rp_on_request(struct rp_state *rs, struct rp_carrier *car, struct kinet_car
 		rp_drop(rs, why, m);
 		return;
 	}
-	if (!ch->head && handle(rs, ch, m, payload) == H_DONE)
+	if (!ch->head && handle(rs, ch, q, m, payload) == H_DONE)
 		return;
 	if (kept.timeout_ms > timeout_ms)
 		kept.timeout_ms = timeout_ms;
@@ -633,8 +627,12 @@ void rp_on_request(struct rp_state *rs, struct rp_carrier *car, struct kinet_car
 /* Retries the requests held in ch; returns how many were handled. */
 static int chan_progress(struct rp_state *rs, struct rp_chan *ch)
 {
+	struct rp_outq *q = outq_of(rs, ch->car, ch->peer);
 	struct rp_held *h;
 	int n = 0;
+
+	if (!q)
+		return 0; /* no memory now: tried again next pass */
 
 	while ((h = ch->head)) {
 		uint32_t timeout_ms, rnr_ms;
@@ -646,7 +644,7 @@ static int chan_progress(struct rp_state *rs, struct rp_chan *ch)
 			chan_fail(rs, ch, &h->msg, 0);
 			return n + 1;
 		}
-		r = handle(rs, ch, &h->msg, (const uint8_t *)(h + 1));
+		r = handle(rs, ch, q, &h->msg, (const uint8_t *)(h + 1));
 		uint64_t waited = kinet_now_ns() - h->since_ns;
 
 		if (r == H_RNR && waited > (uint64_t)h->msg.rnr_timeout_ms * 1000000ull) {
@@ -777,13 +775,8 @@ void rp_on_ping(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrie
 		rp_drop(rs, RP_DROP_SENDER, m);
 		return;
 	}
-	struct rp_msg r = *m;
-	r.type = RP_PONG;
-	r.src_qpn = m->dst_qpn;
-	r.dst_qpn = m->src_qpn;
-	r.src_node = rs->ctx->node_id;
-	r.token = m->src_token;
-	r.src_token = rs->token;
+	struct rp_msg r;
+	rp_msg_reply(&r, rs, m, RP_PONG);
 	struct iovec iov = {&r, sizeof(r)};
 	car->ops->send(car->c, peer, &iov, 1); /* full: the next ping gets one */
 }
