@@ -396,6 +396,16 @@ KT_TEST(unread_answers_bounded)
 	scene_close(&s);
 }
 
+/* The target's receive wr_id completes with an error, in *wc, and its QP
+ * moves to the error state. */
+static void receive_failed(struct scene *s, uint64_t wr_id, struct kinet_wc *wc)
+{
+	KT_OK(kt_poll1(s->pair.cq[1], wc));
+	KT_CHECK_EQ(wc->wr_id, wr_id);
+	KT_CHECK(wc->status != 0);
+	KT_CHECK(kt_wait_state(s->pair.qp[1], KINET_QPS_ERR, 5000 * kt_time_scale()));
+}
+
 /* A send whose last fragment names another length: the completion must
  * not report it (it reported 2147483647).  And a well-formed send of two
  * fragments completes with the bytes placed. */
@@ -418,11 +428,8 @@ KT_TEST(lying_fragment_length)
 	KT_OK(kt_post_recv(s.pair.qp[1], 2, &rg, 1));
 	m = request(&s, KINET_WQE_OP_SEND, 16);
 	KT_OK(send_halves(&s, m, 2147483647u, m.rkey));
-	KT_OK(kt_poll1(s.pair.cq[1], &wc));
-	KT_CHECK_EQ(wc.wr_id, 2);
-	KT_CHECK(wc.status != 0);
+	receive_failed(&s, 2, &wc);
 	KT_CHECK(wc.byte_len != 2147483647u);
-	KT_CHECK(kt_wait_state(s.pair.qp[1], KINET_QPS_ERR, 5000 * kt_time_scale()));
 	scene_close(&s);
 }
 
@@ -439,10 +446,7 @@ KT_TEST(refused_later_fragment)
 	KT_OK(kt_post_recv(s.pair.qp[1], 5, &rg, 1));
 	struct rp_msg m = request(&s, KINET_WQE_OP_RDMA_WRITE_IMM, 16);
 	KT_OK(send_halves(&s, m, 16, m.rkey ^ 0x00ff0000u)); /* not a key of the target */
-	KT_OK(kt_poll1(s.pair.cq[1], &wc));
-	KT_CHECK_EQ(wc.wr_id, 5);
-	KT_CHECK(wc.status != 0);
-	KT_CHECK(kt_wait_state(s.pair.qp[1], KINET_QPS_ERR, 5000 * kt_time_scale()));
+	receive_failed(&s, 5, &wc);
 	scene_close(&s);
 }
 
