@@ -22,6 +22,7 @@ struct kinet_ctx;
 struct kinet_mr;
 struct kinet_cq;
 struct kinet_qp;
+struct kinet_srq;
 struct kinet_dev_qp;
 struct kinet_dev_cq;
 
@@ -272,6 +273,12 @@ struct kinet_qp_attr {
 	 * host memory per exported QP.  0: $KINET_STAGE_BYTES, else 256
 	 * ($KINET_STAGE_BYTES=0 turns staging off). */
 	uint32_t stage_bytes;
+	/* Shared receive queue (kinet_srq_create): the QP's sends and writes
+	 * with immediate consume receive WQEs from it, and the QP has no
+	 * receive queue of its own (rq_depth and max_recv_sge are ignored,
+	 * kinet_qp_post_recv fails); recv_cq, which must be set, still gets
+	 * the responder CQEs.  NULL: the QP's own receive queue (or none). */
+	struct kinet_srq *srq;
 };
 #define KINET_QP_STAGE_MAX 4096u
 KINET_API void kinet_qp_attr_init(struct kinet_qp_attr *attr);
@@ -361,6 +368,77 @@ KINET_API int kinet_qp_post_recv(struct kinet_qp *qp, const struct kinet_recv_wr
  * overwritten with the slot's) and rings the doorbell.  For custom WQEs and
  * for testing the engine's checks on malformed ones. */
 KINET_API int kinet_qp_post_wqe(struct kinet_qp *qp, const void *wqe, uint32_t nbb, uint64_t wr_id);
+
+/* ---- shared receive queues ------------------------------------------- */
+
+/* A receive queue several QPs of one context consume from (as
+ * ibv_create_srq): a sent message lands in the SRQ's next receive WQE
+ * whichever QP it arrives on; its responder CQE goes to that QP's recv_cq
+ * and names the QP, the SRQ (srqn) and the SRQ's WQE index (wqe_counter),
+ * and kinet_cq_poll reports the wr_id posted with it.  With no receive
+ * WQE posted a sender is answered as by an empty receive queue (RNR
+ * retries, then RNR_RETRY_EXC_ERR).  A QP moved to the error state
+ * flushes nothing from the SRQ: its WQEs belong to the SRQ, as on
+ * ConnectX.
+ *
+ * Lifetime: create the SRQ before the QPs that name it (kinet_qp_attr.srq);
+ * kinet_srq_destroy fails with -EBUSY while any QP still names it, so
+ * destroy those first (the engine then touches the SRQ no more).
+ * kinet_ctx_close destroys what is left.  The software NIC only: other
+ * providers return -EOPNOTSUPP from kinet_srq_create. */
+struct kinet_srq_attr {
+	uint32_t size; /* sizeof(struct kinet_srq_attr), or 0 */
+	/* Receive WQEs it can hold at once: at least this many; rounded up
+	 * to a power of two minus one (the ring has a power of two of slots
+	 * and one of them always stays free, as rdma-core's mlx5 provider
+	 * lays an SRQ out: kinet_srq_rings().depth is the ring's). */
+	uint32_t depth;
+	uint32_t max_sge; /* scatter entries per receive WQE, 1..16 */
+};
+/* Fills attr with the defaults: its size, depth 255 (a ring of 256),
+ * max_sge 1. */
+KINET_API void kinet_srq_attr_init(struct kinet_srq_attr *attr);
+/* 0, -EINVAL, -ENOMEM, or -EOPNOTSUPP where the provider has no SRQs. */
+KINET_API int kinet_srq_create(struct kinet_ctx *ctx, const struct kinet_srq_attr *attr,
+			       struct kinet_srq **srq);
+/* 0, or -EBUSY (nothing done) while a QP still uses it. */
+KINET_API int kinet_srq_destroy(struct kinet_srq *srq);
+/* As kinet_qp_post_recv: count receive WQEs and one doorbell record
+ * update; -ENOMEM once the SRQ holds as many as it can (a slot is free
+ * again once the completion of its receive is polled with kinet_cq_poll),
+ * -EINVAL for a bad request; *bad (if not NULL) is the index of the one
+ * not posted, those before it are posted. */
+KINET_API int kinet_srq_post_recv(struct kinet_srq *srq, const struct kinet_recv_wr *wr, int count, int *bad);
+/* The SRQ's number (24 bits, not 0, unique among the context's SRQs), as
+ * the CQEs of its receives carry it. */
+KINET_API uint32_t kinet_srq_num(const struct kinet_srq *srq);
+/* Receive WQEs posted (per the doorbell record) and not yet consumed by an
+ * incoming message: what an SRQ limit event (IBV_EVENT_SRQ_LIMIT_REACHED)
+ * is decided on.  A snapshot. */
+KINET_API uint32_t kinet_srq_outstanding(const struct kinet_srq *srq);
+
+/* The SRQ's ring as ConnectX lays it out (mlx5dv_srq), for programs that
+ * post receive WQEs themselves as rdma-core's mlx5 provider does: depth
+ * WQEs of stride bytes (a power of two, >= 32), each a
+ * struct kinet_wqe_srq_next_seg (mlx5_wqe_srq_next_seg) then up to max_sge
+ * struct kinet_wqe_data_seg, ended by one with KINET_INVALID_LKEY when
+ * fewer are used.  The WQEs form a linked list through next_wqe_index,
+ * made cyclic at creation (WQE i names (i + 1) % depth); the NIC consumes
+ * them in list order from WQE 0 on.  dbrec[0] is the big-endian count of
+ * WQEs posted (its low 16 bits count), written after the WQEs.  head and
+ * tail are those of the host's free list (mlx5dv_srq's): post at head;
+ * the tail slot stays free.  Post through kinet_srq_post_recv or by hand,
+ * not both: each keeps its own count, and kinet_cq_poll gives wr_id 0 for
+ * (and does not recycle) WQEs it did not post. */
+struct kinet_srq_rings {
+	void *buf;		  /* host address, mapped for the GPU */
+	volatile uint32_t *dbrec; /* host address */
+	uint32_t stride;
+	uint32_t depth;
+	uint32_t head;
+	uint32_t tail;
+};
+KINET_API int kinet_srq_rings(struct kinet_srq *srq, struct kinet_srq_rings *rings);
 
 /* ---- export to the device API ---------------------------------------- */
 

@@ -108,6 +108,16 @@ struct kinet_wqe_data_seg {
 	uint64_t addr;
 };
 
+/* First segment of a shared receive queue's WQE, 16 bytes
+ * (mlx5_wqe_srq_next_seg): the index of the WQE after it in the SRQ's
+ * list (big-endian); data segments follow. */
+struct kinet_wqe_srq_next_seg {
+	uint8_t rsvd0[2];
+	uint16_t next_wqe_index;
+	uint8_t signature;
+	uint8_t rsvd1[11];
+};
+
 /* Inline data header, 4 bytes, followed by the data (mlx5_wqe_inl_data_seg). */
 struct kinet_wqe_inline_seg {
 	uint32_t byte_count; /* KINET_INLINE_SEG_FLAG | length */
@@ -178,6 +188,7 @@ KINET_WIRE_STATIC_ASSERT(sizeof(struct kinet_wqe_atomic_seg) == 16, "atomic seg"
 KINET_WIRE_STATIC_ASSERT(sizeof(struct kinet_wqe_wait_seg) == 16, "wait seg");
 KINET_WIRE_STATIC_ASSERT(sizeof(struct kinet_cqe64) == 64, "cqe64");
 KINET_WIRE_STATIC_ASSERT(sizeof(struct kinet_err_cqe) == 64, "err cqe");
+KINET_WIRE_STATIC_ASSERT(sizeof(struct kinet_wqe_srq_next_seg) == 16, "srq next seg");
 KINET_WIRE_STATIC_ASSERT(offsetof(struct kinet_cqe64, op_own) == 63, "op_own");
 
 /* Byte order.  The wire is big-endian; every supported host and GPU is

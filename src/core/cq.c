@@ -156,12 +156,14 @@ static void cqe_fill(struct kinet_cqe64 *cqe, const struct kinet_cqe_desc *d)
 		ecqe->vendor_err_synd = d->vendor_syndrome;
 		ecqe->s_wqe_opcode_qpn = kinet_be32((uint32_t)d->wqe_opcode << 24 | (d->qpn & 0xffffff));
 		ecqe->wqe_counter = kinet_be16(d->wqe_counter);
+		ecqe->srqn = kinet_be32(d->srqn & 0xffffff);
 		break;
 	default: /* responder */
 		cqe->sop_drop_qpn = kinet_be32(d->qpn & 0xffffff);
 		cqe->byte_cnt = kinet_be32(d->byte_cnt);
 		cqe->imm_inval_pkey = d->imm_be;
 		cqe->wqe_counter = kinet_be16(d->wqe_counter);
+		cqe->srqn_uidx = kinet_be32(d->srqn & 0xffffff);
 		break;
 	}
 }
@@ -333,8 +335,19 @@ static void wc_requester(struct kinet_qp *qp, uint16_t wqe_counter, struct kinet
 	pthread_mutex_unlock(&qp->post_lock);
 }
 
-static void wc_responder(struct kinet_qp *qp, uint16_t wqe_counter, struct kinet_wc *wc)
+/* Responder completion: wqe_counter names a WQE of the SRQ the CQE names
+ * (which outlives its QPs, so it is looked up by number), else one of the
+ * QP's receive queue.  A QP of an RQ of its own leaves srqn_uidx alone: a
+ * NIC may put a user index there. */
+static void wc_responder(struct kinet_cq *cq, struct kinet_qp *qp, const struct kinet_cqe64 *cqe,
+			 uint16_t wqe_counter, struct kinet_wc *wc)
 {
+	uint32_t srqn = kinet_be32(cqe->srqn_uidx) & 0xffffff;
+
+	if (srqn && (!qp || qp->attr.srq)) {
+		wc->wr_id = kinet_srq_complete(cq->ctx, srqn, wqe_counter);
+		return;
+	}
 	if (!qp || !qp->rq_wrid)
 		return;
 	pthread_mutex_lock(&qp->post_lock);
@@ -382,7 +395,7 @@ static void cqe_decode(struct kinet_cq *cq, const struct kinet_cqe64 *cqe, uint8
 		wc->opcode = KINET_WC_RECV_RDMA_WITH_IMM;
 		wc->wc_flags = KINET_WC_WITH_IMM;
 		wc->imm_data = kinet_be32(cqe->imm_inval_pkey);
-		wc_responder(qp, wc->wqe_counter, wc);
+		wc_responder(cq, qp, cqe, wc->wqe_counter, wc);
 		break;
 	case KINET_CQE_RESP_SEND_IMM:
 		wc->wc_flags = KINET_WC_WITH_IMM;
@@ -390,7 +403,7 @@ static void cqe_decode(struct kinet_cq *cq, const struct kinet_cqe64 *cqe, uint8
 		/* fall through */
 	default: /* RESP_SEND, RESP_ERR */
 		wc->opcode = KINET_WC_RECV;
-		wc_responder(qp, wc->wqe_counter, wc);
+		wc_responder(cq, qp, cqe, wc->wqe_counter, wc);
 		break;
 	}
 	if (qp)

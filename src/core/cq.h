@@ -61,6 +61,7 @@ struct kinet_cqe_desc {
 	uint32_t qpn;
 	uint32_t byte_cnt;
 	uint32_t imm_be; /* as carried in the WQE */
+	uint32_t srqn;	 /* responder: the SRQ the receive WQE came from, or 0 */
 };
 
 /* Vendor syndrome kinet puts in the CQE that reports a CQ overrun. */

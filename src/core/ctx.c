@@ -244,6 +244,8 @@ int kinet_ctx_close(struct kinet_ctx *ctx)
 
 	while (ctx->qps)
 		kinet_qp_destroy(ctx->qps);
+	while (ctx->srqs)
+		kinet_srq_destroy(ctx->srqs);
 	while (ctx->cqs)
 		kinet_cq_destroy(ctx->cqs);
 	/* Regions a NIC knows go before its protection domain (ctx_close);

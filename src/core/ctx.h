@@ -19,6 +19,7 @@
 struct kinet_ctx;
 struct kinet_qp;
 struct kinet_cq;
+struct kinet_srq;
 struct kinet_mr;
 struct kinet_provider_ops;
 
@@ -42,8 +43,10 @@ struct kinet_ctx {
 	_Alignas(KINET_CACHE_LINE) pthread_mutex_t obj_lock;
 	struct kinet_qp *qps;
 	struct kinet_cq *cqs;
+	struct kinet_srq *srqs;
 	uint32_t next_qpn;
 	uint32_t next_cqn;
+	uint32_t next_srqn;
 
 	pthread_mutex_t atomic_lock; /* GPU-memory atomics targeting this ctx */
 

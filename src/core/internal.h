@@ -16,5 +16,6 @@
 #include "mr.h"
 #include "peer.h"
 #include "qp.h"
+#include "srq.h"
 
 #endif /* KINET_INTERNAL_H */

@@ -18,6 +18,7 @@ struct kinet_ctx;
 struct kinet_qp;
 struct kinet_cq;
 struct kinet_mr;
+struct kinet_srq;
 
 /* How device code of a connected QP can reach its peer (peer path). */
 enum kinet_peer_reach {
@@ -34,6 +35,7 @@ struct kinet_provider_ops {
 	size_t qp_size;
 	size_t mr_size;
 	size_t cq_size;
+	size_t srq_size; /* 0: core's SRQ only */
 	/* The doorbell mode KINET_DB_AUTO resolves to (qp_create may still
 	 * change qp->db_mode, saying why). */
 	enum kinet_db_mode db_auto;
@@ -115,6 +117,17 @@ struct kinet_provider_ops {
 	 * provider that finds send doorbells itself unless it sleeps.  NULL:
 	 * doorbell() is called. */
 	void (*send_rung)(struct kinet_qp *qp);
+
+	/* ---- shared receive queues (optional: NULL, kinet_srq_create
+	 * answers -EOPNOTSUPP) ---- */
+	/* The ring of srq->slots WQEs of srq->stride bytes and its doorbell
+	 * record, where device code reaches them; core then links the ring.
+	 * srq_destroy frees them, once no QP names the SRQ. */
+	int (*srq_create)(struct kinet_srq *srq);
+	void (*srq_destroy)(struct kinet_srq *srq);
+	/* The host posted receive WQEs (the doorbell record moved): senders
+	 * waiting for one may go on. */
+	void (*srq_posted)(struct kinet_srq *srq);
 
 	/* ---- peer path (GPU loads and stores instead of WQEs) ---- */
 	enum kinet_peer_reach (*peer_reach)(const struct kinet_qp *qp);

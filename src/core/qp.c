@@ -72,7 +72,13 @@ static int qp_check_attr(struct kinet_ctx *ctx, const struct kinet_qp_attr *a)
 		return CREATE_EINVAL("attr->send_cq/recv_cq", "overran (destroy it and create another)");
 	if (!a->sq_depth || a->sq_depth > QP_MAX_DEPTH)
 		return CREATE_EINVAL("attr->sq_depth", "must be 1..32768");
-	if (a->recv_cq) {
+	if (a->srq) {
+		if (!a->recv_cq)
+			return CREATE_EINVAL("attr->recv_cq",
+					     "NULL with an SRQ (its receives complete there)");
+		if (a->srq->ctx != ctx)
+			return CREATE_EINVAL("attr->srq", "belongs to another context");
+	} else if (a->recv_cq) {
 		if (!a->rq_depth || a->rq_depth > QP_MAX_DEPTH)
 			return CREATE_EINVAL("attr->rq_depth", "must be 1..32768");
 		if (!a->max_recv_sge || a->max_recv_sge > KINET_MAX_SGE)
@@ -135,7 +141,8 @@ int kinet_qp_create(struct kinet_ctx *ctx, const struct kinet_qp_attr *attr, str
 		return KINET_EINVAL("ctx", "NULL");
 	if (!attr)
 		return KINET_EINVAL("attr", "NULL");
-	/* The layout before stage_bytes is still taken (stage_bytes 0). */
+	/* The layouts before stage_bytes and before srq are still taken
+	 * (those fields 0). */
 	if ((ret = kinet_attr_read_since("attr", attr, offsetof(struct kinet_qp_attr, stage_bytes), sizeof(a),
 					 &a)))
 		return ret;
@@ -154,7 +161,7 @@ int kinet_qp_create(struct kinet_ctx *ctx, const struct kinet_qp_attr *attr, str
 	pthread_mutex_init(&qp->post_lock, NULL);
 
 	qp->sq_bbs = pow2_ceil(attr->sq_depth < QP_MIN_SQ_BBS ? QP_MIN_SQ_BBS : attr->sq_depth);
-	if (attr->recv_cq) {
+	if (attr->recv_cq && !attr->srq) {
 		qp->rq_depth = pow2_ceil(attr->rq_depth);
 		qp->rq_stride = pow2_ceil(attr->max_recv_sge * (uint32_t)sizeof(struct kinet_wqe_data_seg));
 	} else {
@@ -183,6 +190,8 @@ int kinet_qp_create(struct kinet_ctx *ctx, const struct kinet_qp_attr *attr, str
 	atomic_fetch_add(&attr->send_cq->users, 1);
 	if (attr->recv_cq)
 		atomic_fetch_add(&attr->recv_cq->users, 1);
+	if (attr->srq)
+		atomic_fetch_add(&attr->srq->users, 1);
 	pthread_mutex_lock(&ctx->obj_lock);
 	qp->next_in_ctx = ctx->qps;
 	ctx->qps = qp;
@@ -190,8 +199,8 @@ int kinet_qp_create(struct kinet_ctx *ctx, const struct kinet_qp_attr *attr, str
 
 	/* The engine looks at it only once it reaches RTS (or ERR). */
 	ctx->ops->qp_add(qp);
-	KINET_DBG("qp %u: %u BBs, rq %u x %u B, doorbell mode %d", qp->qpn, qp->sq_bbs, qp->rq_depth,
-		  qp->rq_stride, qp->db_mode);
+	KINET_DBG("qp %u: %u BBs, rq %u x %u B, srq %u, doorbell mode %d", qp->qpn, qp->sq_bbs, qp->rq_depth,
+		  qp->rq_stride, kinet_srq_num(attr->srq), qp->db_mode);
 	*out = qp;
 	return 0;
 fail:
@@ -241,10 +250,12 @@ int kinet_qp_destroy(struct kinet_qp *qp)
 		nanosleep(&ts, NULL);
 	}
 	/* Only now: a peer's responder completion may still have been
-	 * writing to these CQs. */
+	 * writing to these CQs, or consuming from the SRQ. */
 	atomic_fetch_sub(&qp->attr.send_cq->users, 1);
 	if (qp->attr.recv_cq)
 		atomic_fetch_sub(&qp->attr.recv_cq->users, 1);
+	if (qp->attr.srq)
+		atomic_fetch_sub(&qp->attr.srq->users, 1);
 	qp_free(qp);
 	return 0;
 }

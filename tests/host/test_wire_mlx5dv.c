@@ -48,6 +48,12 @@ KT_TEST(segment_layouts)
 	SAME_FIELD(kinet_wqe_data_seg, mlx5_wqe_data_seg, lkey);
 	SAME_FIELD(kinet_wqe_data_seg, mlx5_wqe_data_seg, addr);
 
+	SAME_SIZE(kinet_wqe_srq_next_seg, mlx5_wqe_srq_next_seg);
+	SAME_FIELD(kinet_wqe_srq_next_seg, mlx5_wqe_srq_next_seg, rsvd0);
+	SAME_FIELD(kinet_wqe_srq_next_seg, mlx5_wqe_srq_next_seg, next_wqe_index);
+	SAME_FIELD(kinet_wqe_srq_next_seg, mlx5_wqe_srq_next_seg, signature);
+	SAME_FIELD(kinet_wqe_srq_next_seg, mlx5_wqe_srq_next_seg, rsvd1);
+
 	SAME_SIZE(kinet_wqe_inline_seg, mlx5_wqe_inl_data_seg);
 	SAME_FIELD(kinet_wqe_inline_seg, mlx5_wqe_inl_data_seg, byte_count);
 

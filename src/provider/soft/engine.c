@@ -440,6 +440,15 @@ void kinet_engine_pause(struct kinet_ctx *ctx, bool paused)
 		}
 		return;
 	}
+	kinet_engine_kick_all(ctx);
+}
+
+void kinet_engine_kick_all(struct kinet_ctx *ctx)
+{
+	struct kinet_engine *e = kinet_sctx(ctx)->engine;
+
+	if (!e)
+		return;
 	for (int i = 0; i < e->nthreads; i++) {
 		struct kinet_engine_thread *t = &e->threads[i];
 

@@ -81,6 +81,8 @@ void kinet_engine_remove_qp(struct kinet_ctx *ctx, struct kinet_qp *qp);
 void kinet_engine_move_to_remote_thread(struct kinet_qp *qp);
 /* Wakes the thread owning qp (a host post just rang). */
 void kinet_engine_kick(struct kinet_qp *qp);
+/* Wakes every engine thread of ctx (receives posted to an SRQ, resume). */
+void kinet_engine_kick_all(struct kinet_ctx *ctx);
 /* The host rang qp's send doorbell: wakes the owner only if it sleeps
  * (engine.c says why and how no doorbell is missed). */
 void kinet_engine_send_rung(struct kinet_qp *qp);

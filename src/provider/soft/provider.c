@@ -119,6 +119,30 @@ static void soft_cq_destroy(struct kinet_cq *cq)
 	kinet_host_free(cq->ctx, cq->comp_word);
 }
 
+/* The ring and its doorbell record where device code reaches them, as a
+ * QP's receive queue. */
+static int soft_srq_create(struct kinet_srq *srq)
+{
+	pthread_mutex_init(&kinet_ssrq(srq)->lock, NULL);
+	srq->buf = kinet_host_alloc(srq->ctx, (size_t)srq->slots * srq->stride);
+	srq->dbrec = kinet_host_alloc(srq->ctx, 64);
+	return srq->buf && srq->dbrec ? 0 : -ENOMEM;
+}
+
+static void soft_srq_destroy(struct kinet_srq *srq)
+{
+	kinet_host_free(srq->ctx, srq->buf);
+	kinet_host_free(srq->ctx, srq->dbrec);
+	pthread_mutex_destroy(&kinet_ssrq(srq)->lock);
+}
+
+/* Any engine thread may run a QP naming the SRQ (and thread 0 holds
+ * remote sends waiting for a receive): each is told. */
+static void soft_srq_posted(struct kinet_srq *srq)
+{
+	kinet_engine_kick_all(srq->ctx);
+}
+
 static void soft_qp_destroy(struct kinet_qp *qp)
 {
 	struct kinet_soft_qp *s = kinet_sqp(qp);
@@ -137,6 +161,7 @@ static const struct kinet_provider_ops soft_ops = {
 	.ctx_size = sizeof(struct kinet_soft_ctx),
 	.qp_size = sizeof(struct kinet_soft_qp),
 	.mr_size = sizeof(struct kinet_soft_mr),
+	.srq_size = sizeof(struct kinet_soft_srq),
 	/* The software NIC is a CPU thread: a producer index in host memory is
 	 * the cheapest doorbell for it (one system fence and a posted atomic
 	 * on the GPU side; no doorbell record, no UAR write behind a fence). */
@@ -157,6 +182,9 @@ static const struct kinet_provider_ops soft_ops = {
 	.qp_disconnect = soft_qp_disconnect,
 	.doorbell = kinet_engine_kick,
 	.send_rung = kinet_engine_send_rung,
+	.srq_create = soft_srq_create,
+	.srq_destroy = soft_srq_destroy,
+	.srq_posted = soft_srq_posted,
 	.peer_reach = soft_peer_reach,
 	.peer_hello = soft_peer_hello,
 	.peer_publish = kinet_remote_peer_publish,

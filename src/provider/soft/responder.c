@@ -55,17 +55,63 @@ void kinet_qp_rq_consume(struct kinet_qp *qp)
 	kinet_sqp(qp)->rq_ci++;
 }
 
+/* The SRQ's next WQE in list order (its data segments) and its index, or
+ * NULL when the count of WQEs posted says none is left; lock held. */
+static const struct kinet_wqe_data_seg *srq_peek(struct kinet_srq *srq, uint16_t *index)
+{
+	struct kinet_soft_srq *s = kinet_ssrq(srq);
+	/* Acquire: as for a receive queue's record. */
+	uint32_t posted = kinet_be32(__atomic_load_n(&srq->dbrec[0], __ATOMIC_ACQUIRE));
+
+	if (!((posted - s->ci) & 0xffff))
+		return NULL;
+	*index = (uint16_t)s->head;
+	return (const struct kinet_wqe_data_seg *)(kinet_srq_wqe(srq, s->head) + 1);
+}
+
+/* Takes the WQE srq_peek gave: the next one is the one it names, which
+ * the poster set before posting this one (and rewrites only once this
+ * one's completion is polled); lock held. */
+static void srq_consume(struct kinet_srq *srq)
+{
+	struct kinet_soft_srq *s = kinet_ssrq(srq);
+
+	s->head = kinet_be16(kinet_srq_wqe(srq, s->head)->next_wqe_index) & (srq->slots - 1);
+	s->ci++;
+	atomic_store_explicit(&srq->consumed, s->ci, memory_order_relaxed);
+}
+
+/* Where tq's receives come from: its SRQ or its own queue; the lock of
+ * that consumer.  The two are never held together. */
+static pthread_mutex_t *recv_lock(struct kinet_qp *tq)
+{
+	return tq->attr.srq ? &kinet_ssrq(tq->attr.srq)->lock : &kinet_sqp(tq)->rq_lock;
+}
+
+static const struct kinet_wqe_data_seg *recv_peek(struct kinet_qp *tq, uint16_t *index)
+{
+	return tq->attr.srq ? srq_peek(tq->attr.srq, index) : kinet_qp_rq_peek(tq, index);
+}
+
+static void recv_consume(struct kinet_qp *tq)
+{
+	if (tq->attr.srq)
+		srq_consume(tq->attr.srq);
+	else
+		kinet_qp_rq_consume(tq);
+}
+
 int kinet_resp_take_recv_imm(struct kinet_qp *tq, uint16_t *index)
 {
 	bool have;
 
-	if (!tq->rq)
+	if (!tq->rq && !tq->attr.srq)
 		return KINET_SYND_REMOTE_INVAL_REQ_ERR;
-	pthread_mutex_lock(&kinet_sqp(tq)->rq_lock);
-	have = kinet_qp_rq_peek(tq, index) != NULL;
+	pthread_mutex_lock(recv_lock(tq));
+	have = recv_peek(tq, index) != NULL;
 	if (have)
-		kinet_qp_rq_consume(tq);
-	pthread_mutex_unlock(&kinet_sqp(tq)->rq_lock);
+		recv_consume(tq);
+	pthread_mutex_unlock(recv_lock(tq));
 	return have ? 0 : KINET_RESP_RNR;
 }
 
@@ -74,10 +120,13 @@ int kinet_resp_take_recv_imm(struct kinet_qp *tq, uint16_t *index)
 static uint8_t resolve(struct kinet_qp *qp, const struct kinet_wqe_data_seg *seg, uint64_t len,
 		       struct kinet_resp_recv *rv)
 {
+	uint32_t nseg = qp->attr.srq ? qp->attr.srq->max_sge : qp->attr.max_recv_sge;
 	uint64_t room = 0;
 
+	if (!qp->attr.srq && qp->rq_stride / sizeof(*seg) < nseg)
+		nseg = qp->rq_stride / sizeof(*seg);
 	rv->ndst = 0;
-	for (uint32_t i = 0; i < qp->rq_stride / sizeof(*seg) && i < qp->attr.max_recv_sge; i++) {
+	for (uint32_t i = 0; i < nseg; i++) {
 		struct kinet_wqe_data_seg sg;
 		struct kinet_mr_ref ref;
 
@@ -97,12 +146,12 @@ int kinet_resp_recv_peek(struct kinet_qp *tq, uint32_t len, struct kinet_resp_re
 {
 	const struct kinet_wqe_data_seg *seg;
 
-	if (!tq->rq)
+	if (!tq->rq && !tq->attr.srq)
 		return KINET_SYND_REMOTE_INVAL_REQ_ERR;
-	pthread_mutex_lock(&kinet_sqp(tq)->rq_lock);
-	seg = kinet_qp_rq_peek(tq, &rv->index);
+	pthread_mutex_lock(recv_lock(tq));
+	seg = recv_peek(tq, &rv->index);
 	if (!seg) {
-		pthread_mutex_unlock(&kinet_sqp(tq)->rq_lock);
+		pthread_mutex_unlock(recv_lock(tq));
 		return KINET_RESP_RNR;
 	}
 	rv->syndrome = resolve(tq, seg, len, rv);
@@ -111,13 +160,13 @@ int kinet_resp_recv_peek(struct kinet_qp *tq, uint32_t len, struct kinet_resp_re
 
 void kinet_resp_recv_leave(struct kinet_qp *tq)
 {
-	pthread_mutex_unlock(&kinet_sqp(tq)->rq_lock);
+	pthread_mutex_unlock(recv_lock(tq));
 }
 
 int kinet_resp_recv_take(struct kinet_qp *tq, const struct kinet_resp_recv *rv)
 {
-	kinet_qp_rq_consume(tq);
-	pthread_mutex_unlock(&kinet_sqp(tq)->rq_lock);
+	recv_consume(tq);
+	pthread_mutex_unlock(recv_lock(tq));
 	if (!rv->syndrome)
 		return 0;
 	kinet_resp_recv_fail(tq, rv->index, rv->syndrome);
@@ -145,6 +194,8 @@ struct kinet_cqe_desc kinet_resp_cqe(const struct kinet_qp *tq, uint8_t cqe_opco
 		.qpn = tq->qpn,
 		.byte_cnt = length,
 		.imm_be = imm_be,
+		/* As ConnectX: the poller finds the wr_id through the SRQ. */
+		.srqn = tq->attr.srq ? tq->attr.srq->srqn : 0,
 	};
 }
 

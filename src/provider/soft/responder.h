@@ -28,6 +28,10 @@ void kinet_qp_rq_consume(struct kinet_qp *qp);
 int kinet_resp_check(struct kinet_ctx *ctx, uint8_t opcode, uint32_t rkey, uint64_t raddr, uint32_t length,
 		     struct kinet_mr_ref *ref);
 
+/* The receive side below takes from tq's shared receive queue when it has
+ * one (kinet_qp_attr.srq), under the SRQ's lock instead of rq_lock: index
+ * is then the SRQ's WQE index, and the responder CQEs name the SRQ. */
+
 /* Write with immediate: consumes the receive WQE the write completes;
  * *index is its counter.  The data and the receive are one message: with
  * KINET_RESP_RNR nothing may be placed. */
@@ -41,7 +45,7 @@ struct kinet_resp_recv {
 	struct kinet_sgl_entry dst[KINET_MAX_SGE];
 };
 
-/* Peeks and resolves the next receive WQE.  On 0 tq's rq_lock is held
+/* Peeks and resolves the next receive WQE.  On 0 tq's receive lock is held
  * until kinet_resp_recv_take (consumes it) or kinet_resp_recv_leave
  * (leaves it for a retry). */
 int kinet_resp_recv_peek(struct kinet_qp *tq, uint32_t len, struct kinet_resp_recv *rv);

@@ -52,6 +52,16 @@ struct kinet_soft_qp {
 	uint64_t rq_ci; /* receive WQEs consumed, under rq_lock */
 };
 
+struct kinet_soft_srq {
+	struct kinet_srq srq;
+	/* The consumer: engine threads of any QP naming the SRQ (their
+	 * responders), one at a time.  Never held with a QP's rq_lock: a QP
+	 * with an SRQ has no receive queue. */
+	_Alignas(KINET_CACHE_LINE) pthread_mutex_t lock;
+	uint32_t head; /* the next WQE to consume, per the list */
+	uint32_t ci;   /* WQEs consumed */
+};
+
 struct kinet_soft_mr {
 	struct kinet_mr mr;
 	/* GPU regions: the CUDA IPC export of the allocation holding the
@@ -72,6 +82,11 @@ static inline struct kinet_soft_ctx *kinet_sctx(const struct kinet_ctx *ctx)
 static inline struct kinet_soft_qp *kinet_sqp(const struct kinet_qp *qp)
 {
 	return (struct kinet_soft_qp *)((char *)qp - offsetof(struct kinet_soft_qp, qp));
+}
+
+static inline struct kinet_soft_srq *kinet_ssrq(const struct kinet_srq *srq)
+{
+	return (struct kinet_soft_srq *)((char *)srq - offsetof(struct kinet_soft_srq, srq));
 }
 
 static inline struct kinet_soft_mr *kinet_smr(const struct kinet_mr *mr)
