@@ -1,0 +1,252 @@
+/*
+ * How a verbs peer finds a QP from what programs exchange: its QPN and its
+ * GID.  A ConnectX needs nothing more, the wire carries the QPN; kinet's
+ * carriers need the QP's connection blob (kinet_qp_pack).  Each context
+ * serves the blobs of its QPs on TCP port base + slot, slot being the
+ * first free one of 1..255 on this network namespace, and numbers its QPs
+ * slot << 16 | n.  The peer asks the GID's IPv4 address (loopback when the
+ * address vector has no GRH: a peer on this host) at the port its QPN
+ * names.  $KINET_VERBS_PORT_BASE moves the range (default 18700).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "verbs.h"
+
+#define DIR_MAGIC 0x6b76647200000001ull /* "kvdr", version 1 */
+#define DIR_IO_MS 2000
+
+struct dir_request {
+	uint64_t magic;
+	uint32_t qpn;
+	uint32_t pad;
+};
+
+struct dir_answer {
+	uint64_t magic;
+	int32_t status; /* 0 or a positive errno */
+	uint32_t pad;
+	struct kinet_qp_info info;
+};
+
+static int io_full(int fd, void *buf, size_t len, bool out)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		struct pollfd p = {.fd = fd, .events = out ? POLLOUT : POLLIN};
+		ssize_t n;
+
+		if (poll(&p, 1, DIR_IO_MS) <= 0)
+			return ETIMEDOUT;
+		n = out ? send(fd, (char *)buf + done, len - done, MSG_NOSIGNAL)
+			: recv(fd, (char *)buf + done, len - done, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? errno : ECONNRESET;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static int answer(struct kinet_verbs_context *ctx, int fd)
+{
+	struct dir_request rq;
+	struct dir_answer an;
+	struct kinet_verbs_qp *qp;
+	int ret = io_full(fd, &rq, sizeof(rq), false);
+
+	if (ret)
+		return ret;
+	memset(&an, 0, sizeof(an));
+	an.magic = DIR_MAGIC;
+	an.status = ENOENT;
+	if (rq.magic != DIR_MAGIC) {
+		an.status = EPROTO;
+	} else {
+		pthread_mutex_lock(&ctx->lock);
+		for (qp = ctx->qps; qp; qp = qp->next)
+			if (kinet_qp_num(qp->kqp) == rq.qpn) {
+				an.status = kinet_verbs_errno(kinet_qp_pack(qp->kqp, &an.info));
+				break;
+			}
+		pthread_mutex_unlock(&ctx->lock);
+	}
+	return io_full(fd, &an, sizeof(an), true);
+}
+
+static void *serve(void *arg)
+{
+	struct kinet_verbs_context *ctx = arg;
+	struct pollfd p[2] = {{.fd = ctx->dir.listen_fd, .events = POLLIN},
+			      {.fd = ctx->dir.wake[0], .events = POLLIN}};
+
+	for (;;) {
+		int fd;
+
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			break;
+		if (!(p[0].revents & POLLIN))
+			continue;
+		fd = accept4(ctx->dir.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		/* One request per connection, answered at once: the blob is
+		 * packed under the list lock, nothing here blocks on a peer
+		 * longer than DIR_IO_MS. */
+		(void)answer(ctx, fd);
+		close(fd);
+	}
+	return NULL;
+}
+
+static uint16_t port_base(void)
+{
+	const char *s = getenv("KINET_VERBS_PORT_BASE");
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return KINET_VERBS_PORT_BASE_DEFAULT;
+	v = strtol(s, &end, 10);
+	if (*end || v < 1024 || v > 65535 - KINET_VERBS_SLOTS) {
+		fprintf(stderr, "kinet verbs: KINET_VERBS_PORT_BASE=%s is not a port in 1024..%d; using %d\n",
+			s, 65535 - KINET_VERBS_SLOTS, KINET_VERBS_PORT_BASE_DEFAULT);
+		return KINET_VERBS_PORT_BASE_DEFAULT;
+	}
+	return (uint16_t)v;
+}
+
+int kinet_verbs_directory_start(struct kinet_verbs_context *ctx)
+{
+	int one = 1, ret;
+
+	ctx->dir.port_base = port_base();
+	for (unsigned slot = 1; slot <= KINET_VERBS_SLOTS; slot++) {
+		struct sockaddr_in a = {.sin_family = AF_INET,
+					.sin_port = htons((uint16_t)(ctx->dir.port_base + slot)),
+					.sin_addr.s_addr = htonl(INADDR_ANY)};
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		if (fd < 0)
+			return errno;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (!bind(fd, (struct sockaddr *)&a, sizeof(a)) && !listen(fd, 64)) {
+			ctx->dir.listen_fd = fd;
+			ctx->dir.slot = (uint16_t)slot;
+			break;
+		}
+		close(fd);
+	}
+	if (ctx->dir.listen_fd < 0) {
+		fprintf(stderr, "kinet verbs: no free directory port in %u..%u (KINET_VERBS_PORT_BASE)\n",
+			ctx->dir.port_base + 1, ctx->dir.port_base + KINET_VERBS_SLOTS);
+		return EADDRINUSE;
+	}
+	if (pipe2(ctx->dir.wake, O_CLOEXEC)) {
+		ret = errno;
+		close(ctx->dir.listen_fd);
+		ctx->dir.listen_fd = -1;
+		return ret;
+	}
+	ret = pthread_create(&ctx->dir.thread, NULL, serve, ctx);
+	if (ret) {
+		close(ctx->dir.listen_fd);
+		ctx->dir.listen_fd = -1;
+		return ret;
+	}
+	ctx->dir.running = true;
+	return 0;
+}
+
+void kinet_verbs_directory_stop(struct kinet_verbs_context *ctx)
+{
+	if (ctx->dir.running) {
+		char c = 1;
+
+		if (write(ctx->dir.wake[1], &c, 1) != 1)
+			perror("kinet verbs: directory stop");
+		pthread_join(ctx->dir.thread, NULL);
+		ctx->dir.running = false;
+	}
+	if (ctx->dir.listen_fd >= 0)
+		close(ctx->dir.listen_fd);
+	ctx->dir.listen_fd = -1;
+	if (ctx->dir.wake[0] >= 0) {
+		close(ctx->dir.wake[0]);
+		close(ctx->dir.wake[1]);
+	}
+	ctx->dir.wake[0] = ctx->dir.wake[1] = -1;
+}
+
+static int ask(uint32_t ipv4, uint16_t port, uint32_t qpn, struct kinet_qp_info *info)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = ipv4};
+	struct dir_request rq = {.magic = DIR_MAGIC, .qpn = qpn};
+	struct dir_answer an;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), ret;
+
+	if (fd < 0)
+		return errno;
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+		ret = errno;
+		close(fd);
+		return ret;
+	}
+	ret = io_full(fd, &rq, sizeof(rq), true);
+	if (!ret)
+		ret = io_full(fd, &an, sizeof(an), false);
+	close(fd);
+	if (ret)
+		return ret;
+	if (an.magic != DIR_MAGIC)
+		return EPROTO;
+	if (an.status)
+		return an.status;
+	*info = an.info;
+	return 0;
+}
+
+int kinet_verbs_directory_lookup(struct kinet_verbs_context *ctx, uint32_t ipv4, uint32_t qpn,
+				 struct kinet_qp_info *info)
+{
+	unsigned slot = qpn >> 16;
+	struct timespec t0, now;
+	int ret;
+
+	if (!slot || slot > KINET_VERBS_SLOTS)
+		return EINVAL;
+	/* A peer that is starting may not listen yet: retried for a while,
+	 * as a NIC retries a connection request. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		ret = ask(ipv4, (uint16_t)(ctx->dir.port_base + slot), qpn, info);
+		if (ret != ECONNREFUSED)
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 > DIR_IO_MS)
+			break;
+		usleep(10000);
+	}
+	if (ret) {
+		char ip[INET_ADDRSTRLEN];
+
+		inet_ntop(AF_INET, &ipv4, ip, sizeof(ip));
+		fprintf(stderr, "kinet verbs: cannot reach QP 0x%06x at %s port %u: %s\n", qpn, ip,
+			ctx->dir.port_base + slot, strerror(ret));
+	}
+	return ret;
+}
