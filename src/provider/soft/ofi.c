@@ -12,7 +12,8 @@
  * Nothing here blocks; one mutex serialises the carrier, and it is not
  * held while a message is delivered, so the deliver callback may send.
  *
- * Built without libfabric, the carrier exists but open() fails (-ENOSYS).
+ * libfabric is loaded on the first open() (ofi_dl.c); where it is missing,
+ * or kinet was built without its headers, open() fails (-ENOSYS).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 
 #ifdef KINET_HAVE_OFI
 
+#include "fabric_guard.h"
 #include "ofi_bundle.h"
 #include "ofi_internal.h"
 
@@ -123,7 +125,7 @@ int ofi_peer_lookup(struct kinet_carrier *c, const void *addr, size_t len, struc
 	rc = fi_av_insert(c->av, addr, 1, &p->fi_addr, 0, NULL);
 	if (rc != 1) {
 		KINET_ERR("ofi carrier: fi_av_insert of a peer address (%zu bytes): %s", len,
-			  rc < 0 ? fi_strerror(-rc) : "address not inserted");
+			  rc < 0 ? ofi_strerror(-rc) : "address not inserted");
 		free(p);
 		return -EHOSTUNREACH;
 	}
@@ -152,8 +154,8 @@ void ofi_peer_fail(struct kinet_carrier *c, struct kinet_carrier_peer *p, int fi
 		p->status = -EHOSTUNREACH;
 	}
 	fi_av_straddr(c->av, p->addr, name, &len);
-	KINET_WARN("ofi carrier: peer %s is gone: %s%s%s", name, fi_strerror(fi_err), why && *why ? ": " : "",
-		   why ? why : "");
+	KINET_WARN("ofi carrier: peer %s is gone: %s%s%s", name, ofi_strerror(fi_err),
+		   why && *why ? ": " : "", why ? why : "");
 }
 
 /* A peer is busy while sends to it are in flight or were refused with
@@ -217,7 +219,9 @@ static void ofi_close(struct kinet_carrier *c)
 	while (c->ep && ofi_tx_busy(c) && kinet_now_ns() < end)
 		if (ofi_cq_drain(c) < 0)
 			break;
-	ofi_teardown(c); /* endpoint first: nothing completes after this */
+	kinet_fabric_enter(); /* closing may unload providers' verbs objects */
+	ofi_teardown(c);      /* endpoint first: nothing completes after this */
+	kinet_fabric_leave();
 	ofi_msgs_free(c);
 	for (int i = 0; i < c->npeers; i++)
 		free(c->peers[i]);
@@ -229,14 +233,25 @@ static void ofi_close(struct kinet_carrier *c)
 
 static int ofi_open(struct kinet_ctx *ctx, struct kinet_carrier **carrier)
 {
-	struct kinet_carrier *c = calloc(1, sizeof(*c));
+	struct kinet_carrier *c;
 	int rc;
 
-	if (!c)
+	*carrier = NULL;
+	if ((rc = kinet_ofi_load())) /* first use: libfabric is loaded now */
+		return rc;
+	if (!(c = calloc(1, sizeof(*c))))
 		return -ENOMEM;
 	c->ctx = ctx;
 	pthread_mutex_init(&c->lock, NULL);
-	if ((rc = ofi_setup(c))) {
+	/* Providers start and enumerate devices (verbs ones too) in
+	 * fi_getinfo, fi_fabric, fi_domain and fi_endpoint: the front door
+	 * must show them none of kinet's own (core/fabric_guard.h).  The data
+	 * path (fi_send, fi_cq_read) is not guarded: under the front door no
+	 * provider over verbs is chosen (ofi_pick). */
+	kinet_fabric_enter();
+	rc = ofi_setup(c);
+	kinet_fabric_leave();
+	if (rc) {
 		ofi_close(c);
 		return rc;
 	}

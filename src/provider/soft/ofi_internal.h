@@ -25,6 +25,7 @@
 #include <rdma/fi_errno.h>
 
 #include "carrier.h"
+#include "ofi_dl.h"
 
 #define OFI_MAGIC 0x6b6e6f32u /* "kno2" (1: before bundles) */
 #define OFI_DEFAULT_RX_BUFS 64

@@ -252,12 +252,12 @@ static void ofi_on_error(struct kinet_carrier *c)
 
 	if (rc < 0) {
 		if (rc != -FI_EAGAIN)
-			KINET_ERR("ofi carrier: fi_cq_readerr: %s", fi_strerror((int)-rc));
+			KINET_ERR("ofi carrier: fi_cq_readerr: %s", ofi_strerror((int)-rc));
 		return;
 	}
 	op = err.op_context;
 	if (!op) {
-		KINET_ERR("ofi carrier: completion error without context: %s", fi_strerror(err.err));
+		KINET_ERR("ofi carrier: completion error without context: %s", ofi_strerror(err.err));
 		return;
 	}
 	const char *detail = fi_cq_strerror(c->cq, err.prov_errno, err.err_data, buf, sizeof(buf));
@@ -270,7 +270,7 @@ static void ofi_on_error(struct kinet_carrier *c)
 	}
 	c->rx_posted--;
 	if (err.err != FI_ECANCELED)
-		KINET_WARN("ofi carrier: receive failed: %s (%s)", fi_strerror(err.err),
+		KINET_WARN("ofi carrier: receive failed: %s (%s)", ofi_strerror(err.err),
 			   detail ? detail : "");
 	ofi_post_recv(c, op);
 }
@@ -314,7 +314,7 @@ int ofi_cq_drain(struct kinet_carrier *c)
 			continue;
 		}
 		if (n < 0) {
-			KINET_ERR("ofi carrier: fi_cq_read: %s", fi_strerror((int)-n));
+			KINET_ERR("ofi carrier: fi_cq_read: %s", ofi_strerror((int)-n));
 			return -EIO;
 		}
 		for (ssize_t i = 0; i < n; i++) {

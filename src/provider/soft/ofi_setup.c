@@ -133,7 +133,7 @@ static int ofi_src_from_env(struct ofi_src *src)
 
 static struct fi_info *ofi_hints(const char *prov, bool ordered, const struct ofi_src *src)
 {
-	struct fi_info *h = fi_allocinfo();
+	struct fi_info *h = kinet_ofi.dupinfo(NULL);
 
 	if (!h)
 		return NULL;
@@ -157,17 +157,26 @@ static struct fi_info *ofi_hints(const char *prov, bool ordered, const struct of
 	}
 	return h;
 fail:
-	fi_freeinfo(h);
+	kinet_ofi.freeinfo(h);
 	return NULL;
 }
 
-/* First usable entry of list: big enough messages; with an interface, a
- * domain of that name when there is one. */
+/* First usable entry of list: not over verbs under the verbs front door
+ * (ofi_dl.h), big enough messages; with an interface, a domain of that
+ * name when there is one. */
 static struct fi_info *ofi_pick(struct fi_info *list, const char *iface)
 {
 	struct fi_info *first = NULL;
 
 	for (struct fi_info *i = list; i; i = i->next) {
+		if (!kinet_ofi_prov_allowed(i->fabric_attr->prov_name)) {
+			KINET_INFO(
+				"ofi carrier: skipping %s/%s: this process's libibverbs is kinet's verbs "
+				"front door, and %s would route kinet's traffic back into kinet (FI_PROVIDER "
+				"overrides)",
+				i->fabric_attr->prov_name, i->domain_attr->name, i->fabric_attr->prov_name);
+			continue;
+		}
 		if (i->ep_attr->max_msg_size < OFI_BUF_SIZE) {
 			KINET_INFO("ofi carrier: skipping %s/%s: max message %zu < %zu bytes",
 				   i->fabric_attr->prov_name, i->domain_attr->name, i->ep_attr->max_msg_size,
@@ -195,12 +204,12 @@ static struct fi_info *ofi_find(const char *prov, const struct ofi_src *src, int
 
 			if (!(hints = ofi_hints(prov, ordered, with_src ? src : NULL)))
 				return NULL;
-			rc = fi_getinfo(OFI_API_VERSION, NULL, NULL, 0, hints, &list);
-			fi_freeinfo(hints);
+			rc = kinet_ofi.getinfo(OFI_API_VERSION, NULL, NULL, 0, hints, &list);
+			kinet_ofi.freeinfo(hints);
 			if (rc) {
 				if (rc != -FI_ENODATA)
 					KINET_INFO("ofi carrier: fi_getinfo(%s): %s", prov ? prov : "any",
-						   fi_strerror(-rc));
+						   ofi_strerror(-rc));
 				*last_err = rc;
 				continue;
 			}
@@ -210,8 +219,8 @@ static struct fi_info *ofi_find(const char *prov, const struct ofi_src *src, int
 				KINET_WARN("ofi carrier: provider %s cannot bind the requested address or "
 					   "interface; using its domain %s",
 					   pick->fabric_attr->prov_name, pick->domain_attr->name);
-			dup = pick ? fi_dupinfo(pick) : NULL;
-			fi_freeinfo(list);
+			dup = pick ? kinet_ofi.dupinfo(pick) : NULL;
+			kinet_ofi.freeinfo(list);
 			if (dup) {
 				if (!ordered)
 					KINET_INFO("ofi carrier: %s gives no send-after-send ordering; the "
@@ -244,7 +253,7 @@ static int ofi_choose(struct kinet_carrier *c)
 			"ofi carrier: no libfabric provider %s offers reliable datagram (FI_EP_RDM) "
 			"endpoints with FI_MSG: %s (try KINET_OFI_PROVIDER=tcp;ofi_rxm, shm, verbs;ofi_rxm, "
 			"efa or cxi; FI_LOG_LEVEL=info shows why)",
-			want ? want : "(tcp;ofi_rxm or any)", fi_strerror(-last));
+			want ? want : "(tcp;ofi_rxm or any)", ofi_strerror(-last));
 		return -ENODEV;
 	}
 	KINET_INFO("ofi carrier: provider %s, domain %s, mr_mode 0x%x, msg_order 0x%llx, av %d",
@@ -259,7 +268,7 @@ static int ofi_choose(struct kinet_carrier *c)
 		int rc_ = (call);                                                                            \
 		if (rc_) {                                                                                   \
 			KINET_ERR("ofi carrier: %s (%s): %s", what, c->info->fabric_attr->prov_name,         \
-				  fi_strerror(rc_ < 0 ? -rc_ : rc_));                                        \
+				  ofi_strerror(rc_ < 0 ? -rc_ : rc_));                                       \
 			return rc_ < 0 && -rc_ < 256 ? rc_ : -EIO;                                           \
 		}                                                                                            \
 	} while (0)
@@ -304,7 +313,7 @@ int ofi_post_recv(struct kinet_carrier *c, struct ofi_op *op)
 		return 0;
 	}
 	if (rc != -FI_EAGAIN)
-		KINET_ERR("ofi carrier: fi_recv: %s", fi_strerror((int)-rc));
+		KINET_ERR("ofi carrier: fi_recv: %s", ofi_strerror((int)-rc));
 	op->next = c->rx_repost;
 	c->rx_repost = op;
 	return rc == -FI_EAGAIN ? -EAGAIN : -EIO;
@@ -344,7 +353,7 @@ int ofi_setup(struct kinet_carrier *c)
 	c->inject_max = c->info->tx_attr->inject_size;
 	if (inject >= 0 && (size_t)inject < c->inject_max)
 		c->inject_max = (size_t)inject;
-	OFI_CALL(fi_fabric(c->info->fabric_attr, &c->fabric, NULL), "fi_fabric");
+	OFI_CALL(kinet_ofi.fabric(c->info->fabric_attr, &c->fabric, NULL), "fi_fabric");
 	OFI_CALL(fi_domain(c->fabric, c->info, &c->domain, NULL), "fi_domain");
 	cq_attr.size = (size_t)(ntx + nrx) * 2;
 	cq_attr.wait_obj = FI_WAIT_NONE;
@@ -402,7 +411,7 @@ static int ofi_close_fid(struct fid *fid, const char *what)
 			"ofiwg/libfabric#12016)",
 			what);
 	else if (rc)
-		KINET_WARN("ofi carrier: closing the %s: %s", what, fi_strerror(-rc));
+		KINET_WARN("ofi carrier: closing the %s: %s", what, ofi_strerror(-rc));
 	return rc;
 }
 
@@ -423,7 +432,7 @@ void ofi_teardown(struct kinet_carrier *c)
 	if (c->fabric)
 		ofi_close_fid(&c->fabric->fid, "fabric");
 	if (c->info)
-		fi_freeinfo(c->info);
+		kinet_ofi.freeinfo(c->info);
 	free(c->txp.mem);
 	free(c->txp.ops);
 	free(c->rxp.mem);

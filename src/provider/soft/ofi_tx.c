@@ -111,7 +111,7 @@ static int post(struct kinet_carrier *c, struct kinet_carrier_peer *p, struct of
 		ofi_cq_drain(c); /* the provider needs progress */
 		return -EAGAIN;
 	}
-	KINET_ERR("ofi carrier: fi_send of %zu bytes: %s", len, fi_strerror((int)-rc));
+	KINET_ERR("ofi carrier: fi_send of %zu bytes: %s", len, ofi_strerror((int)-rc));
 	ofi_peer_fail(c, p, (int)-rc, "fi_send");
 	return p->status;
 }
