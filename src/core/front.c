@@ -46,3 +46,24 @@ bool kinet_front_cq_pending(struct kinet_cq *cq)
 
 	return pi != ci;
 }
+
+static _Thread_local struct {
+	bool set, node, ofi;
+} pack_wish;
+
+void kinet_front_pack_carriers(bool node, bool ofi)
+{
+	pack_wish.set = true;
+	pack_wish.node = node;
+	pack_wish.ofi = ofi;
+}
+
+bool kinet_front_pack_carriers_take(bool *node, bool *ofi)
+{
+	if (!pack_wish.set)
+		return false;
+	*node = pack_wish.node;
+	*ofi = pack_wish.ofi;
+	pack_wish.set = false;
+	return true;
+}

@@ -41,4 +41,14 @@ int kinet_front_cq_rings(struct kinet_cq *cq, struct kinet_front_cq_rings *rings
  * write): the completion channel's test. */
 bool kinet_front_cq_pending(struct kinet_cq *cq);
 
+/* Which carriers the next kinet_qp_pack of this thread opens, where
+ * $KINET_TRANSPORT leaves it to kinet (auto): the front door packs a QP
+ * when a peer asks for it and knows from where the peer asks (this host:
+ * node; another address: ofi), which kinet's own guess (ranks of a
+ * launched job) cannot know.  kinet_front_pack_carriers_take() is the
+ * soft provider's side: true (and the wish, then cleared) when one was
+ * set. */
+void kinet_front_pack_carriers(bool node, bool ofi);
+bool kinet_front_pack_carriers_take(bool *node, bool *ofi);
+
 #endif /* KINET_CORE_FRONT_H */

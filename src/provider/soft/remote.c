@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "front.h"
 #include "remote.h"
 
 #define INFO_NODE_OFF 8
@@ -313,7 +314,7 @@ static const char *transport_mode(void)
 static void carriers_wanted(const char *mode, bool *node, bool *ofi)
 {
 	const char *when = kinet_env_str("KINET_CARRIERS", "auto");
-	bool always = !strcmp(when, "always");
+	bool always = !strcmp(when, "always"), front_node, front_ofi;
 	int nranks, local;
 
 	if (!always && strcmp(when, "auto")) {
@@ -321,6 +322,11 @@ static void carriers_wanted(const char *mode, bool *node, bool *ofi)
 
 		if (!atomic_exchange(&warned, true))
 			KINET_WARN("KINET_CARRIERS=%s: expected auto or always; using auto", when);
+	}
+	if (kinet_front_pack_carriers_take(&front_node, &front_ofi) && !strcmp(mode, "auto")) {
+		*node = front_node || always;
+		*ofi = front_ofi || always;
+		return;
 	}
 	kinet_job_size(&nranks, &local);
 	*node = !strcmp(mode, "node") || (!strcmp(mode, "auto") && (always || nranks > 1));

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "front.h"
 #include "verbs.h"
 
 #define DIR_MAGIC 0x6b76647200000001ull /* "kvdr", version 1 */
@@ -60,6 +61,20 @@ static int io_full(int fd, void *buf, size_t len, bool out)
 	return 0;
 }
 
+/* Which carrier the asking peer will reach this QP through: this host's
+ * shared memory when it asks from this host (loopback or this context's
+ * own address), the network otherwise. */
+static void pack_for(struct kinet_verbs_context *ctx, int fd)
+{
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+	bool here = false;
+
+	if (!getpeername(fd, (struct sockaddr *)&a, &len) && a.sin_family == AF_INET)
+		here = a.sin_addr.s_addr == ctx->ipv4 || (ntohl(a.sin_addr.s_addr) >> 24) == 127;
+	kinet_front_pack_carriers(here, !here);
+}
+
 static int answer(struct kinet_verbs_context *ctx, int fd)
 {
 	struct dir_request rq;
@@ -78,6 +93,7 @@ static int answer(struct kinet_verbs_context *ctx, int fd)
 		pthread_mutex_lock(&ctx->lock);
 		for (qp = ctx->qps; qp; qp = qp->next)
 			if (kinet_qp_num(qp->kqp) == rq.qpn) {
+				pack_for(ctx, fd);
 				an.status = kinet_verbs_errno(kinet_qp_pack(qp->kqp, &an.info));
 				break;
 			}
