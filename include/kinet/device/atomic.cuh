@@ -26,11 +26,19 @@
 /* fetch_add / compare_swap: 64-bit remote atomics; the old value is
  * written to [result, lkey] (8 bytes, registered) and valid once the
  * ticket completes */
+/* What the macro below defines (written out for grep and readers):
+ * int kinet_dev_fetch_add(struct kinet_dev_qp *qp, uint64_t *result, uint32_t lkey, uint64_t raddr,
+ *     uint32_t rkey, uint64_t add, uint64_t *ticket);
+ * and kinet_dev_fetch_add_warp, kinet_dev_fetch_add_block with the same parameters. */
 KINET_DEVI_FORMS(fetch_add, kinet_devi_fetch_add_g,
 		 (struct kinet_dev_qp *qp, uint64_t *result, uint32_t lkey, uint64_t raddr, uint32_t rkey,
 		  uint64_t add, uint64_t *ticket),
 		 (qp, result, lkey, raddr, rkey, add, ticket))
 
+/* What the macro below defines (written out for grep and readers):
+ * int kinet_dev_compare_swap(struct kinet_dev_qp *qp, uint64_t *result, uint32_t lkey, uint64_t raddr,
+ *     uint32_t rkey, uint64_t compare, uint64_t swap, uint64_t *ticket);
+ * and kinet_dev_compare_swap_warp, kinet_dev_compare_swap_block with the same parameters. */
 KINET_DEVI_FORMS(compare_swap, kinet_devi_compare_swap_g,
 		 (struct kinet_dev_qp *qp, uint64_t *result, uint32_t lkey, uint64_t raddr, uint32_t rkey,
 		  uint64_t compare, uint64_t swap, uint64_t *ticket),

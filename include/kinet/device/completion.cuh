@@ -37,15 +37,24 @@ KINET_DEV_FN int kinet_dev_test(struct kinet_dev_qp *qp, uint64_t ticket)
 	return kinet_devi_test_one(qp, ticket);
 }
 
+/* What the macro below defines (written out for grep and readers):
+ * int kinet_dev_wait(struct kinet_dev_qp *qp, uint64_t ticket);
+ * and kinet_dev_wait_warp, kinet_dev_wait_block with the same parameters. */
 KINET_DEVI_FORMS_ONE(wait, kinet_devi_wait_one, kinet_devi_wait_g,
 		     (struct kinet_dev_qp *qp, uint64_t ticket), (qp, ticket))
 
 /* quiet: everything committed on the QP so far is complete */
+/* What the macro below defines (written out for grep and readers):
+ * int kinet_dev_quiet(struct kinet_dev_qp *qp);
+ * and kinet_dev_quiet_warp, kinet_dev_quiet_block with the same parameters. */
 KINET_DEVI_FORMS_ONE(quiet, kinet_devi_quiet_one, kinet_devi_quiet_g, (struct kinet_dev_qp *qp), (qp))
 
 /* fence: operations posted after it start only once the reads and
  * atomics posted before it are complete (a NOP with the fence flag; writes
  * are already ordered on one QP).  ticket: that NOP's */
+/* What the macro below defines (written out for grep and readers):
+ * int kinet_dev_fence(struct kinet_dev_qp *qp, uint64_t *ticket);
+ * and kinet_dev_fence_warp, kinet_dev_fence_block with the same parameters. */
 KINET_DEVI_FORMS(fence, kinet_devi_fence_g, (struct kinet_dev_qp *qp, uint64_t *ticket), (qp, ticket))
 
 /* clang-format on */

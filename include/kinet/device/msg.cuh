@@ -25,11 +25,19 @@
 /* clang-format off */
 /* send / send_imm: one message of size <= 1 GiB (-EINVAL above) into
  * the next receive the target posted */
+/* What the macro below defines (written out for grep and readers):
+ * int kinet_dev_send(struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey, uint64_t size,
+ *     uint64_t *ticket);
+ * and kinet_dev_send_warp, kinet_dev_send_block with the same parameters. */
 KINET_DEVI_FORMS(send, kinet_devi_send_g,
 		 (struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey, uint64_t size,
 		  uint64_t *ticket),
 		 (qp, laddr, lkey, size, 0, 0, ticket))
 
+/* What the macro below defines (written out for grep and readers):
+ * int kinet_dev_send_imm(struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey, uint64_t size,
+ *     uint32_t imm, uint64_t *ticket);
+ * and kinet_dev_send_imm_warp, kinet_dev_send_imm_block with the same parameters. */
 KINET_DEVI_FORMS(send_imm, kinet_devi_send_g,
 		 (struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey, uint64_t size, uint32_t imm,
 		  uint64_t *ticket),
@@ -37,6 +45,10 @@ KINET_DEVI_FORMS(send_imm, kinet_devi_send_g,
 
 /* post_recv: one receive buffer (thread-safe, in-order commit);
  * -EAGAIN when the receive queue is full; *index = its receive index */
+/* What the macro below defines (written out for grep and readers):
+ * int kinet_dev_post_recv(struct kinet_dev_qp *qp, void *laddr, uint32_t lkey, uint32_t size, uint64_t
+ *     *index);
+ * and kinet_dev_post_recv_warp, kinet_dev_post_recv_block with the same parameters. */
 KINET_DEVI_FORMS_ONE(post_recv, kinet_devi_post_recv_one, kinet_devi_post_recv_g,
 		     (struct kinet_dev_qp *qp, void *laddr, uint32_t lkey, uint32_t size, uint64_t *index),
 		     (qp, laddr, lkey, size, index))
@@ -44,6 +56,9 @@ KINET_DEVI_FORMS_ONE(post_recv, kinet_devi_post_recv_one, kinet_devi_post_recv_g
 /* recv: the next receive completion, in order (bounded wait):
  * byte count, immediate (host order; 0 without one) and the receive index
  * (which posted buffer).  -EIO on an error completion. */
+/* What the macro below defines (written out for grep and readers):
+ * int kinet_dev_recv(struct kinet_dev_qp *qp, uint32_t *byte_len, uint32_t *imm, uint64_t *index);
+ * and kinet_dev_recv_warp, kinet_dev_recv_block with the same parameters. */
 KINET_DEVI_FORMS_ONE(recv, kinet_devi_recv_one, kinet_devi_recv_g,
 		     (struct kinet_dev_qp *qp, uint32_t *byte_len, uint32_t *imm, uint64_t *index),
 		     (qp, byte_len, imm, index))

@@ -31,6 +31,10 @@
 /* The forms macros take parameter lists, which clang-format would space as products. */
 /* clang-format off */
 /* put: RDMA write of size bytes (any size; split into WQEs) */
+/* What the macro below defines (written out for grep and readers):
+ * int kinet_dev_put(struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey, uint64_t raddr,
+ *     uint32_t rkey, uint64_t size, uint64_t *ticket);
+ * and kinet_dev_put_warp, kinet_dev_put_block with the same parameters. */
 KINET_DEVI_FORMS(put, kinet_devi_put_g,
 		 (struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey,
 		  uint64_t size, uint64_t *ticket),
@@ -38,12 +42,20 @@ KINET_DEVI_FORMS(put, kinet_devi_put_g,
 
 /* put_inline: size <= qp->max_inline (28) bytes carried in the WQE;
  * data need not be registered and may be reused on return */
+/* What the macro below defines (written out for grep and readers):
+ * int kinet_dev_put_inline(struct kinet_dev_qp *qp, const void *data, uint32_t size, uint64_t raddr,
+ *     uint32_t rkey, uint64_t *ticket);
+ * and kinet_dev_put_inline_warp, kinet_dev_put_inline_block with the same parameters. */
 KINET_DEVI_FORMS(put_inline, kinet_devi_put_inline_g,
 		 (struct kinet_dev_qp *qp, const void *data, uint32_t size, uint64_t raddr, uint32_t rkey,
 		  uint64_t *ticket),
 		 (qp, data, size, raddr, rkey, ticket))
 
 /* get: RDMA read of size bytes into [laddr, lkey] */
+/* What the macro below defines (written out for grep and readers):
+ * int kinet_dev_get(struct kinet_dev_qp *qp, void *laddr, uint32_t lkey, uint64_t raddr, uint32_t
+ *     rkey, uint64_t size, uint64_t *ticket);
+ * and kinet_dev_get_warp, kinet_dev_get_block with the same parameters. */
 KINET_DEVI_FORMS(get, kinet_devi_get_g,
 		 (struct kinet_dev_qp *qp, void *laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey,
 		  uint64_t size, uint64_t *ticket),
@@ -51,6 +63,10 @@ KINET_DEVI_FORMS(get, kinet_devi_get_g,
 
 /* write_imm: put whose last WQE carries an immediate (host order);
  * consumes one receive at the target, which gets a completion with it */
+/* What the macro below defines (written out for grep and readers):
+ * int kinet_dev_write_imm(struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey, uint64_t raddr,
+ *     uint32_t rkey, uint64_t size, uint32_t imm, uint64_t *ticket);
+ * and kinet_dev_write_imm_warp, kinet_dev_write_imm_block with the same parameters. */
 KINET_DEVI_FORMS(write_imm, kinet_devi_write_imm_g,
 		 (struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey,
 		  uint64_t size, uint32_t imm, uint64_t *ticket),

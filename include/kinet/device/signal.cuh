@@ -35,6 +35,10 @@
 
 /* signal: remote 64-bit add (non-fetching: the old value goes to the
  * QP's scratch buffer; -EINVAL when the descriptor has none) */
+/* What the macro below defines (written out for grep and readers):
+ * int kinet_dev_signal(struct kinet_dev_qp *qp, uint64_t sig_raddr, uint32_t sig_rkey, uint64_t add,
+ *     uint64_t *ticket);
+ * and kinet_dev_signal_warp, kinet_dev_signal_block with the same parameters. */
 KINET_DEVI_FORMS(signal, kinet_devi_signal_g,
 		 (struct kinet_dev_qp *qp, uint64_t sig_raddr, uint32_t sig_rkey, uint64_t add,
 		  uint64_t *ticket),
@@ -42,6 +46,11 @@ KINET_DEVI_FORMS(signal, kinet_devi_signal_g,
 
 /* put_signal: put, then add to the remote signal word.  The QP
  * executes in order, so the target sees the data before the signal. */
+/* What the macro below defines (written out for grep and readers):
+ * int kinet_dev_put_signal(struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey, uint64_t raddr,
+ *     uint32_t rkey, uint64_t size, uint64_t sig_raddr, uint32_t sig_rkey, uint64_t add, uint64_t
+ *     *ticket);
+ * and kinet_dev_put_signal_warp, kinet_dev_put_signal_block with the same parameters. */
 KINET_DEVI_FORMS(put_signal, kinet_devi_put_signal_g,
 		 (struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey,
 		  uint64_t size, uint64_t sig_raddr, uint32_t sig_rkey, uint64_t add, uint64_t *ticket),
@@ -52,6 +61,10 @@ KINET_DEVI_FORMS(put_signal, kinet_devi_put_signal_g,
  * the signal is visible once it returns).  Bounded by qp's timeout (qp may
  * be NULL: the default); 0, -ETIMEDOUT, -EINVAL (bad cmp).  *seen: the value
  * that satisfied it (may be NULL). */
+/* What the macro below defines (written out for grep and readers):
+ * int kinet_dev_signal_wait_until(struct kinet_dev_qp *qp, const uint64_t *sig, int cmp, uint64_t
+ *     value, uint64_t *seen);
+ * and kinet_dev_signal_wait_until_warp, kinet_dev_signal_wait_until_block with the same parameters. */
 KINET_DEVI_FORMS_ONE(signal_wait_until, kinet_devi_signal_wait_until_one, kinet_devi_signal_wait_until_g,
 		     (struct kinet_dev_qp *qp, const uint64_t *sig, int cmp, uint64_t value, uint64_t *seen),
 		     (qp, sig, cmp, value, seen))

@@ -57,12 +57,21 @@ KINET_DEV_FN void kinet_dev_alltoall_slice(uint64_t n, uint64_t part, uint64_t n
 /* clang-format off */
 
 /* Uniform blocks: send_off + p * bytes -> rank p's recv_off + rank * bytes. */
+/* What the macro below defines (written out for grep and readers):
+ * int kinet_dev_alltoall(const struct kinet_dev_team *team, uint32_t slot, uint64_t epoch, uint64_t
+ *     send_off, uint64_t recv_off, uint64_t bytes);
+ * and kinet_dev_alltoall_warp, kinet_dev_alltoall_block with the same parameters. */
 KINET_DEVI_FORMS(alltoall, kinet_devi_alltoall_any_g,
 		 (const struct kinet_dev_team *team, uint32_t slot, uint64_t epoch, uint64_t send_off,
 		  uint64_t recv_off, uint64_t bytes),
 		 (team, slot, epoch, send_off, NULL, NULL, recv_off, NULL, bytes))
 
 /* Per-peer blocks (arrays of size entries in device-readable memory). */
+/* What the macro below defines (written out for grep and readers):
+ * int kinet_dev_alltoallv(const struct kinet_dev_team *team, uint32_t slot, uint64_t epoch, uint64_t
+ *     send_off, const uint64_t *send_displ, const uint64_t *send_bytes, uint64_t recv_off, const
+ *     uint64_t *recv_displ);
+ * and kinet_dev_alltoallv_warp, kinet_dev_alltoallv_block with the same parameters. */
 KINET_DEVI_FORMS(alltoallv, kinet_devi_alltoall_any_g,
 		 (const struct kinet_dev_team *team, uint32_t slot, uint64_t epoch, uint64_t send_off,
 		  const uint64_t *send_displ, const uint64_t *send_bytes, uint64_t recv_off,
@@ -70,6 +79,11 @@ KINET_DEVI_FORMS(alltoallv, kinet_devi_alltoall_any_g,
 		 (team, slot, epoch, send_off, send_displ, send_bytes, recv_off, recv_displ, 0))
 
 /* The send half of slice `part` of `nparts` (-EINVAL without the tables). */
+/* What the macro below defines (written out for grep and readers):
+ * int kinet_dev_alltoallv_send(const struct kinet_dev_team *team, uint32_t slot, uint64_t part,
+ *     uint64_t nparts, uint64_t send_off, const uint64_t *send_displ, const uint64_t *send_bytes,
+ *     uint64_t recv_off, const uint64_t *recv_displ);
+ * and kinet_dev_alltoallv_send_warp, kinet_dev_alltoallv_send_block with the same parameters. */
 KINET_DEVI_FORMS(alltoallv_send, kinet_devi_alltoallv_send_g,
 		 (const struct kinet_dev_team *team, uint32_t slot, uint64_t part, uint64_t nparts,
 		  uint64_t send_off, const uint64_t *send_displ, const uint64_t *send_bytes, uint64_t recv_off,
@@ -77,6 +91,9 @@ KINET_DEVI_FORMS(alltoallv_send, kinet_devi_alltoallv_send_g,
 		 (team, slot, part, nparts, send_off, send_displ, send_bytes, recv_off, recv_displ))
 
 /* The wait half: every source's block of round epoch has arrived. */
+/* What the macro below defines (written out for grep and readers):
+ * int kinet_dev_alltoall_wait(const struct kinet_dev_team *team, uint32_t slot, uint64_t epoch);
+ * and kinet_dev_alltoall_wait_warp, kinet_dev_alltoall_wait_block with the same parameters. */
 KINET_DEVI_FORMS(alltoall_wait, kinet_devi_alltoall_wait_g,
 		 (const struct kinet_dev_team *team, uint32_t slot, uint64_t epoch), (team, slot, epoch))
 

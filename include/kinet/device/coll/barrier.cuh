@@ -25,6 +25,9 @@
 #include "kinet/device/impl/forms.cuh"
 
 /* clang-format off */
+/* What the macro below defines (written out for grep and readers):
+ * int kinet_dev_team_barrier(const struct kinet_dev_team *team);
+ * and kinet_dev_team_barrier_warp, kinet_dev_team_barrier_block with the same parameters. */
 KINET_DEVI_FORMS(team_barrier, kinet_devi_team_barrier_g, (const struct kinet_dev_team *team), (team))
 /* clang-format on */
 

@@ -101,6 +101,10 @@ KINET_DEV_FN void kinet_dev_coll_copy_block(void *dst, const void *src, uint64_t
  * peer.  Mapped: complete (as stores are) once a signal, quiet or barrier
  * of the group orders it; through the QP: the source may change only after
  * kinet_dev_team_quiet (or once the peer has seen a later signal). */
+/* What the macro below defines (written out for grep and readers):
+ * int kinet_dev_team_put(const struct kinet_dev_team *team, int peer, uint64_t dst_off, uint64_t
+ *     src_off, uint64_t bytes);
+ * and kinet_dev_team_put_warp, kinet_dev_team_put_block with the same parameters. */
 KINET_DEVI_FORMS(team_put, kinet_devi_team_put_g,
 		 (const struct kinet_dev_team *team, int peer, uint64_t dst_off, uint64_t src_off, uint64_t bytes),
 		 (team, peer, dst_off, src_off, bytes))
@@ -108,11 +112,19 @@ KINET_DEVI_FORMS(team_put, kinet_devi_team_put_g,
 /* signal: add value to rank peer's word of slot from this rank, after the
  * group's earlier puts to peer (and, on a mapped peer, after every store
  * the group made before the call: a system-scope release). */
+/* What the macro below defines (written out for grep and readers):
+ * int kinet_dev_team_signal(const struct kinet_dev_team *team, int peer, uint32_t slot, uint64_t
+ *     value);
+ * and kinet_dev_team_signal_warp, kinet_dev_team_signal_block with the same parameters. */
 KINET_DEVI_FORMS(team_signal, kinet_devi_team_signal_g,
 		 (const struct kinet_dev_team *team, int peer, uint32_t slot, uint64_t value),
 		 (team, peer, slot, value))
 
 /* put_signal: put, then signal (one call). */
+/* What the macro below defines (written out for grep and readers):
+ * int kinet_dev_team_put_signal(const struct kinet_dev_team *team, int peer, uint64_t dst_off,
+ *     uint64_t src_off, uint64_t bytes, uint32_t slot, uint64_t value);
+ * and kinet_dev_team_put_signal_warp, kinet_dev_team_put_signal_block with the same parameters. */
 KINET_DEVI_FORMS(team_put_signal, kinet_devi_team_put_signal_g,
 		 (const struct kinet_dev_team *team, int peer, uint64_t dst_off, uint64_t src_off, uint64_t bytes,
 		  uint32_t slot, uint64_t value),
@@ -121,6 +133,10 @@ KINET_DEVI_FORMS(team_put_signal, kinet_devi_team_put_signal_g,
 /* wait_until: this rank's word of slot from src >= value (acquire: the data
  * signalled before it is visible), bounded by src's QP timeout.  *seen may
  * be NULL. */
+/* What the macro below defines (written out for grep and readers):
+ * int kinet_dev_team_wait_until(const struct kinet_dev_team *team, uint32_t slot, int src, uint64_t
+ *     value, uint64_t *seen);
+ * and kinet_dev_team_wait_until_warp, kinet_dev_team_wait_until_block with the same parameters. */
 KINET_DEVI_FORMS(team_wait_until, kinet_devi_team_wait_until_g,
 		 (const struct kinet_dev_team *team, uint32_t slot, int src, uint64_t value, uint64_t *seen),
 		 (team, slot, src, value, seen))
@@ -128,6 +144,9 @@ KINET_DEVI_FORMS(team_wait_until, kinet_devi_team_wait_until_g,
 /* quiet: the group's puts and signals to peer are complete (stores fenced
  * at system scope; WQEs completed, -EIO if one failed) and their sources may
  * be reused. */
+/* What the macro below defines (written out for grep and readers):
+ * int kinet_dev_team_quiet(const struct kinet_dev_team *team, int peer);
+ * and kinet_dev_team_quiet_warp, kinet_dev_team_quiet_block with the same parameters. */
 KINET_DEVI_FORMS(team_quiet, kinet_devi_team_quiet_g, (const struct kinet_dev_team *team, int peer), (team, peer))
 
 /* clang-format on */

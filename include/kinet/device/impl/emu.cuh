@@ -5,25 +5,13 @@
 #ifndef KINET_DEVICE_IMPL_EMU_CUH
 #define KINET_DEVICE_IMPL_EMU_CUH
 
-#include "kinet/api.h"
 #include <sched.h>
 
 /* ===================== host emulation (plain C11) ===================== */
-#include <sched.h>
 
-/* The clock and the sleep come from libkinet: ISO C11 (gcc -std=c11) does
- * not declare POSIX clocks, and these headers compile as strict C11 and as
- * C++. */
-#ifdef __cplusplus
-extern "C" {
-#endif
-/* CLOCK_MONOTONIC in nanoseconds. */
-KINET_API uint64_t kinet_emu_now_ns(void);
-/* Sleeps about ns nanoseconds. */
-KINET_API void kinet_emu_sleep_ns(uint64_t ns);
-#ifdef __cplusplus
-}
-#endif
+/* kinet_emu_now_ns, kinet_emu_sleep_ns: libkinet's (exported, so declared
+ * in a public header). */
+#include "kinet/device/emu.h"
 
 #define KINET_DEV_FN static inline
 #ifndef __device__
