@@ -48,6 +48,10 @@ REAL = {
     "verbs_allow_disassociate_destroy",
 }
 
+# Old-version entry points served for real (src/verbs/mlx5/mlx5dv.c):
+# mlx5dv_init_obj@MLX5_1.0 takes the same arguments as the default one.
+REAL_COMPAT = {("mlx5dv_init_obj", "MLX5_1.0")}
+
 # Functions whose failure is -1 with errno set (rdma-core's man pages and
 # code); every other int-returning verb returns the errno itself.
 MINUS_ONE = {
@@ -344,7 +348,7 @@ def write_stubs(path, soname, syms, protos, headers):
         head, body = stub(n, protos[n], quiet=n in QUIET)
         out += ["KINET_VERBS_WEAK %s" % head, "{"] + body + ["}", ""]
     for name, node, default, kind in sorted(syms):
-        if default:
+        if default or (name, node) in REAL_COMPAT:
             continue
         cname = "compat_%s_%s" % (name, node.replace(".", "_"))
         head, body = stub(name, protos[name], cname=cname)

@@ -7,6 +7,7 @@
 #define KINET_TEST_VERBS_PAIR_H
 
 #include <infiniband/verbs.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -27,11 +28,14 @@ struct pair {
 
 static inline int pair_modify(struct ibv_qp *qp, uint32_t dest, const union ibv_gid *gid)
 {
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT,
-				.pkey_index = 0,
-				.port_num = 1,
-				.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-						   IBV_ACCESS_REMOTE_ATOMIC};
+	struct ibv_qp_attr a;
+
+	/* Field by field (not designated initializers): the GPU test compiles
+	 * this header as C++. */
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 	int ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 
 	if (ret)
@@ -84,7 +88,7 @@ static inline int pair_open(struct pair *p, bool with_srq, uint64_t send_ops)
 	if (!p->pd)
 		return 3;
 	for (int i = 0; i < 2; i++) {
-		p->buf[i] = aligned_alloc(4096, PAIR_BYTES);
+		p->buf[i] = (uint8_t *)aligned_alloc(4096, PAIR_BYTES);
 		memset(p->buf[i], 0, PAIR_BYTES);
 		p->mr[i] = ibv_reg_mr(p->pd, p->buf[i], PAIR_BYTES,
 				      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
@@ -96,27 +100,32 @@ static inline int pair_open(struct pair *p, bool with_srq, uint64_t send_ops)
 			return 5;
 	}
 	if (with_srq) {
-		struct ibv_srq_init_attr sa = {.attr = {.max_wr = 64, .max_sge = 1}};
+		struct ibv_srq_init_attr sa;
 
+		memset(&sa, 0, sizeof(sa));
+		sa.attr.max_wr = 64;
+		sa.attr.max_sge = 1;
 		p->srq = ibv_create_srq(p->pd, &sa);
 		if (!p->srq)
 			return 6;
 	}
 	for (int i = 0; i < 2; i++) {
-		struct ibv_qp_init_attr_ex a = {
-			.send_cq = p->cq[i],
-			.recv_cq = p->cq[i],
-			.srq = p->srq,
-			.cap = {.max_send_wr = 64,
-				.max_recv_wr = 64,
-				.max_send_sge = 2,
-				.max_recv_sge = 2,
-				.max_inline_data = 64},
-			.qp_type = IBV_QPT_RC,
-			.comp_mask = IBV_QP_INIT_ATTR_PD | (send_ops ? IBV_QP_INIT_ATTR_SEND_OPS_FLAGS : 0),
-			.pd = p->pd,
-			.send_ops_flags = send_ops,
-		};
+		struct ibv_qp_init_attr_ex a;
+
+		memset(&a, 0, sizeof(a));
+		a.send_cq = p->cq[i];
+		a.recv_cq = p->cq[i];
+		a.srq = p->srq;
+		a.cap.max_send_wr = 64;
+		a.cap.max_recv_wr = 64;
+		a.cap.max_send_sge = 2;
+		a.cap.max_recv_sge = 2;
+		a.cap.max_inline_data = 64;
+		a.qp_type = IBV_QPT_RC;
+		a.comp_mask =
+			IBV_QP_INIT_ATTR_PD | (send_ops ? (uint32_t)IBV_QP_INIT_ATTR_SEND_OPS_FLAGS : 0u);
+		a.pd = p->pd;
+		a.send_ops_flags = send_ops;
 		p->qp[i] = ibv_create_qp_ex(p->ctx, &a);
 		if (!p->qp[i])
 			return 7;

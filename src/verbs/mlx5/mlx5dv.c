@@ -16,6 +16,15 @@ KINET_VERBS_EXPORT int mlx5dv_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type
 	return kinet_verbs_mlx5_init_obj(obj, obj_type);
 }
 
+/* The MLX5_1.0 entry point (programs linked against rdma-core before
+ * MLX5_1.2) takes the same arguments. */
+KINET_VERBS_EXPORT int kinet_mlx5dv_init_obj_1_0(struct mlx5dv_obj *obj, uint64_t obj_type);
+KINET_VERBS_EXPORT int kinet_mlx5dv_init_obj_1_0(struct mlx5dv_obj *obj, uint64_t obj_type)
+{
+	return kinet_verbs_mlx5_init_obj(obj, obj_type);
+}
+__asm__(".symver kinet_mlx5dv_init_obj_1_0, mlx5dv_init_obj@MLX5_1.0");
+
 KINET_VERBS_EXPORT int mlx5dv_query_device(struct ibv_context *ctx, struct mlx5dv_context *attrs)
 {
 	return kinet_verbs_mlx5_query_device(ctx, attrs);

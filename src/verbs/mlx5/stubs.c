@@ -979,11 +979,3 @@ KINET_VERBS_WEAK int mlx5dv_vfio_process_events(struct ibv_context *a0)
 	KINET_VERBS_STUB("mlx5dv_vfio_process_events");
 	return EOPNOTSUPP;
 }
-
-/* mlx5dv_init_obj@MLX5_1.0: the old ABI's entry point, not served. */
-KINET_VERBS_COMPAT int compat_mlx5dv_init_obj_MLX5_1_0(struct mlx5dv_obj *a0, uint64_t a1)
-{
-	KINET_VERBS_STUB("mlx5dv_init_obj@MLX5_1.0");
-	return EOPNOTSUPP;
-}
-__asm__(".symver compat_mlx5dv_init_obj_MLX5_1_0, mlx5dv_init_obj@MLX5_1.0");
