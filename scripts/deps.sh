@@ -58,9 +58,12 @@ kinet_need_packages() {
 KINET_DEMO_PACKAGES=(cmake gcc make)
 # ... and what the tests need: C++ (the headers' C++ test), libfabric (the
 # ofi transport), libibverbs (the wire-format check against mlx5dv.h),
-# iproute2 (network namespaces), pkg-config, clang-format.
+# iproute2 (network namespaces), pkg-config, clang-format; and the
+# unmodified verbs programs the verbs front door runs (ibverbs-utils,
+# perftest).
 # shellcheck disable=SC2034
-KINET_TEST_PACKAGES=(cmake gcc g++ make pkg-config libibverbs-dev libfabric-dev iproute2 clang-format)
+KINET_TEST_PACKAGES=(cmake gcc g++ make pkg-config libibverbs-dev libfabric-dev iproute2 clang-format
+	ibverbs-utils perftest)
 
 # kinet_configure DIR [cmake arguments...]
 kinet_configure() {
