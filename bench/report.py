@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerates docs/BENCHMARKS.md and its pages docs/benchmarks/*.md (and docs/bench/*.png) from a bench/run.sh
+"""Regenerates docs/benchmarks/README.md and its pages docs/benchmarks/*.md (and docs/benchmarks/img/*.png) from a bench/run.sh
 output directory.
 
     python3 bench/report.py OUTDIR [--docs DIR]
@@ -358,12 +358,12 @@ def group_by_doc(rs):
 # ---------------------------------------------------------------- report
 
 
-INDEX = "BENCHMARKS.md"
+INDEX = "README.md"
 # The pages of the report under docs/benchmarks/: the generated ones, then
 # those written from other runs (kept as they are, listed when present).
 PAGES = [
     ("limits.md", "What limits each target",
-     "where the time of each target goes (bench/latency_breakdown, profiling; bench/analysis.md)"),
+     "where the time of each target goes (bench/latency_breakdown, profiling)"),
     ("latency.md", "Floors and latency",
      "the physical floors measured in the same run; latency of every operation at 8 B and against size"),
     ("bandwidth.md", "Bandwidth, message rate, compute + put",
@@ -381,6 +381,8 @@ PAGES = [
      "32 cores, all-to-all and MoE dispatch/combine beside NCCL"),
 ]
 GENERATED = {"latency.md", "bandwidth.md", "commands.md"}
+# limits.md (what limits each target) is measured by hand (bench/latency_breakdown
+# and profiling) and written there: the report lists it, never rewrites it.
 # Sections of the index that point to measurements made with other tools
 # (kept as written, after the targets).
 POINTERS = """## The software NIC at full speed (issue 16)
@@ -389,14 +391,14 @@ Completion word, completion moderation, combined doorbells of shared QPs,
 one-sided fences, engine threads without shared locks, and the remote path
 beside libfabric's own: measurements (development machine, emulation and
 ofi) and the H200 commands in
-[benchmarks/software-nic.md](benchmarks/software-nic.md); the design in
-[architecture/message-rate.md](architecture/message-rate.md); the rate
+[software-nic.md](software-nic.md); the design in
+[architecture/message-rate.md](../architecture/message-rate.md); the rate
 on 32 cores, posters against engine threads, in
-[benchmarks/h200-two-gpu.md](benchmarks/h200-two-gpu.md).
+[h200-two-gpu.md](h200-two-gpu.md).
 
 ## Device all-to-all and MoE dispatch/combine, beside NCCL
 
-Measured on two H200s: [bench/alltoall.md](bench/alltoall.md)
+Measured on two H200s: [alltoall.md](alltoall.md)
 (`kinet-alltoall-bench`, `bench/alltoall/run-gpu.sh`): kinet's device
 all-to-all and DeepEP-style dispatch/combine against NCCL's all-to-all of
 the same bytes.
@@ -416,10 +418,10 @@ def main(argv):
         return 1
     rs = rows(docs)
     emulated = any(d.get("emulated") for d in docs)
-    img_dir = os.path.join(docs_dir, "bench")
+    img_dir = os.path.join(docs_dir, "benchmarks", "img")
     os.makedirs(img_dir, exist_ok=True)
 
-    # The index (docs/BENCHMARKS.md) and its pages (docs/benchmarks/): each
+    # The index (docs/benchmarks/README.md) and its pages (docs/benchmarks/): each
     # section is written to the page open at the time.
     pages = {}
     cur = []
@@ -432,7 +434,7 @@ def main(argv):
         cur = pages.setdefault(name, [])
         if name != INDEX:
             cur.append(f"# kinet benchmarks: {title}\n")
-            cur.append("Part of [BENCHMARKS.md](../BENCHMARKS.md).\n")
+            cur.append("Part of [the benchmarks](README.md).\n")
 
     page(INDEX, None)
     w("# kinet benchmarks\n")
@@ -469,16 +471,8 @@ def main(argv):
         print(f"  [{v}] {t}: {meas}")
     w(POINTERS)
     w("## Pages\n")
-    w("\n".join(f"- [{title}](benchmarks/{name}): {what}" for name, title, what in PAGES
+    w("\n".join(f"- [{title}]({name}): {what}" for name, title, what in PAGES
                  if name in GENERATED or os.path.exists(os.path.join(docs_dir, "benchmarks", name))) + "\n")
-
-    # What limits each target: measured by hand (bench/latency_breakdown and
-    # profiling), kept in bench/analysis.md and carried into every report.
-    analysis = os.path.join(ROOT, "bench", "analysis.md")
-    if not emulated and os.path.exists(analysis):
-        page("limits.md", "What limits each target")
-        with open(analysis) as f:
-            w(f.read().strip() + "\n")
 
     # Floors
     page("latency.md", "Floors and latency")
@@ -529,7 +523,7 @@ def main(argv):
     w("## Latency vs size\n")
     if HAVE_MPL:
         plot_lat(rs, os.path.join(img_dir, "lat_vs_size.png"))
-        w("![latency vs size](../bench/lat_vs_size.png)\n")
+        w("![latency vs size](img/lat_vs_size.png)\n")
     for g in group_by_doc([r for r in rs if r["mode"] == "lat"]):
         if len({r["size"] for r in g}) < 3:
             continue
@@ -552,7 +546,7 @@ def main(argv):
       "size and direction in the same run.\n")
     if HAVE_MPL:
         plot_bw(rs, os.path.join(img_dir, "bw_vs_size.png"))
-        w("![bandwidth vs size](../bench/bw_vs_size.png)\n")
+        w("![bandwidth vs size](img/bw_vs_size.png)\n")
     for g in group_by_doc([r for r in rs if r["mode"] == "bw"]):
         w(f'`{g[0]["_doc"].get("command")}`\n')
         body = []
@@ -574,7 +568,7 @@ def main(argv):
       "thread per QP. M operations per second.\n")
     if HAVE_MPL:
         plot_rate(rs, os.path.join(img_dir, "rate.png"))
-        w("![message rate](../bench/rate.png)\n")
+        w("![message rate](img/rate.png)\n")
     body = []
     for r in sorted([r for r in rs if r["mode"] == "rate"],
                     key=lambda r: (r["op"], r["engine_threads"], r["qps"], r["initiator"])):
@@ -616,7 +610,7 @@ def main(argv):
 
     os.makedirs(os.path.join(docs_dir, "benchmarks"), exist_ok=True)
     for name, md in pages.items():
-        path = os.path.join(docs_dir, name if name == INDEX else os.path.join("benchmarks", name))
+        path = os.path.join(docs_dir, "benchmarks", name)
         with open(path, "w") as f:
             f.write("\n".join(md))
         print(f"report.py: wrote {path}" + ("" if HAVE_MPL else " (tables only: matplotlib not available)"))

@@ -4,7 +4,7 @@
 #   results.jsonl   one kinet-perf JSON document per line (one per command)
 #   log.txt         the human tables (stderr of each run) and failures
 #   machine.json    GPU, driver, CPU, commit, date, the commands
-# Then: python3 bench/report.py OUTDIR  (regenerates docs/BENCHMARKS.md).
+# Then: python3 bench/report.py OUTDIR  (regenerates docs/benchmarks/).
 #
 #   BUILD=build-gpu bench/run.sh [OUTDIR]
 #

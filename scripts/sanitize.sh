@@ -37,7 +37,7 @@ esac
 
 dir=${SANITIZE_BUILD_DIR:-$KINET_ROOT/build-$kind}
 # Sanitized engines are several times slower: longer transport timeouts
-# for the tests' QP pairs (tests/harness/fixture.h).
+# for the tests' QP pairs (tests/harness/kt_host.h).
 export KT_TIMEOUT_SCALE=${KT_TIMEOUT_SCALE:-5}
 cmake -S "$KINET_ROOT" -B "$dir" -DKINET_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
 	-DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags" >/dev/null

@@ -1,7 +1,7 @@
 /*
  * kinet-perf: perftest-grade benchmark of kinet (ib_write_lat/ib_write_bw
  * for GPU-initiated RDMA).  See tools/perf/perf.h for the parts and
- * docs/BENCHMARKS.md for the standard sweep.
+ * docs/benchmarks/ for the standard sweep.
  *
  *   kinet-perf <write|read|fetch_add|compare_swap|put_signal|send|iter>
  *              [--lat|--bw|--rate|--mode iter] [-s SIZE]... [--initiator gpu|cpu|both] [--json] ...

@@ -2,7 +2,7 @@
  * kinet-alltoall-bench: what its parts share (one program: alltoall_bench.cu
  * has options, timing, output, floors, NCCL and the plain all-to-all;
  * moe_bench.h, included there, MoE dispatch and combine).
- * docs/bench/alltoall.md describes the method.
+ * docs/benchmarks/alltoall.md describes the method.
  */
 #ifndef KINET_BENCH_ALLTOALL_H
 #define KINET_BENCH_ALLTOALL_H

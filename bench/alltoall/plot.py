@@ -7,7 +7,7 @@ Reads OUTDIR/results-*.jsonl and writes into OUTDIR:
   latency.{png|svg}    median latency (host-timed: launch to synchronised)
                        vs tokens, kinet and NCCL, p10-p90 as error bars
   bandwidth.{png|svg}  GB/s (bytes sent to other ranks / median) vs tokens
-  summary.md           the tables docs/bench/alltoall.md takes, with the
+  summary.md           the tables docs/benchmarks/alltoall.md takes, with the
                        ratios the targets name (NCCL / kinet latency at
                        T = 128, kinet / NCCL bandwidth at T = 4096)
 PNG with matplotlib when it is installed, else a plain SVG written here.

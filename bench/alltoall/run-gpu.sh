@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The device all-to-all and MoE dispatch/combine measurements on a GPU
-# machine (docs/bench/alltoall.md), everything into OUTDIR:
+# machine (docs/benchmarks/alltoall.md), everything into OUTDIR:
 #
 #   bench/alltoall/run-gpu.sh OUTDIR [NRANKS]
 #

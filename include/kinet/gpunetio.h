@@ -6,7 +6,7 @@
  * folder), so that kernels written against GPUNetIO's device headers run
  * unmodified on kinet QPs: pass the exported pointer where they take a
  * struct doca_gpu_dev_verbs_qp *.  Written from the documented layout;
- * tests/host/test_gpunetio_layout.c checks every offset against the real
+ * tests/host/core/test_gpunetio_layout.c checks every offset against the real
  * header where it is installed.  What maps to what: docs/GPUNETIO.md.
  */
 #ifndef KINET_GPUNETIO_H

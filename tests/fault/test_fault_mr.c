@@ -9,7 +9,7 @@
  */
 #include <sys/mman.h>
 
-#include "fixture.h"
+#include "kt_host.h"
 
 #define BIG (64u << 20)
 #define NW 4

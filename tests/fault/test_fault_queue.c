@@ -4,8 +4,8 @@
  * doorbell.  Each ends in an error completion, an error code or an
  * ignored doorbell, within the QP's timeouts, and the log stays bounded.
  */
-#include "fixture.h"
 #include "internal.h"
+#include "kt_host.h"
 
 static int qp_on(struct kinet_ctx *ctx, struct kinet_cq *cq, uint32_t sq_depth, struct kinet_qp **qp)
 {

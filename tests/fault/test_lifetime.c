@@ -9,7 +9,7 @@
 #include <malloc.h>
 #include <stdatomic.h>
 
-#include "fixture.h"
+#include "kt_host.h"
 
 struct poller {
 	struct kinet_cq *cq;

@@ -18,8 +18,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "fixture.h"
 #include "internal.h"
+#include "kt_host.h"
 #include "node_layout.h"
 #include "remote.h"
 

@@ -10,7 +10,7 @@
  * there, every ticket completed.  All three doorbell modes; targets in GPU
  * and in host memory.  Skips (exit 77) without a CUDA device.
  */
-#include "fixture.h"
+#include "kt_dev.h"
 
 #define BLOCKS 132
 #define THREADS 256
@@ -81,28 +81,29 @@ static void run(enum kinet_qp_sharing sharing, int form, enum kinet_db_mode db, 
 {
 	static const char *share_names[3] = {"exclusive", "cta", "gpu"};
 	static const char *form_names[3] = {"thread", "warp", "thread0"};
-	struct kinet_ctx *ctx = g_ctx_open();
+	struct kinet_ctx *ctx = kd_ctx_open();
 	KT_CHECK(ctx != NULL);
 	int nq = sharing == KINET_SHARE_GPU ? 1 : BLOCKS;
-	struct g_pair *pairs = (struct g_pair *)calloc((size_t)nq, sizeof(struct g_pair));
+	struct kd_pair *pairs = (struct kd_pair *)calloc((size_t)nq, sizeof(struct kd_pair));
 	struct kinet_dev_qp *hq[MAXQ];
-	struct g_opts o;
-	g_opts_init(&o);
+	struct kd_opts o;
+	kd_opts_init(&o);
 	o.sharing = sharing;
 	o.db_mode = db;
 	o.rq_depth = 0;
 	o.sq_depth = sharing == KINET_SHARE_GPU ? 4096 : 512;
 	o.timeout_ms = 60000;
+	o.ctx = ctx;
 	for (int q = 0; q < nq; q++) {
-		KT_OK(g_pair_create(ctx, &pairs[q], &o));
+		KT_OK(kd_pair_create(&pairs[q], &o));
 		hq[q] = pairs[q].s[0].d;
 	}
 	uint64_t users = form == 0 ? (uint64_t)BLOCKS * THREADS : BLOCKS;
 	uint64_t total = users * (uint64_t)nops;
-	struct g_buf cnt, rec, res;
-	KT_OK(g_buf_alloc(ctx, &cnt, 64, target_gpu));
-	KT_OK(g_buf_alloc(ctx, &rec, 8 * total, target_gpu));
-	KT_OK(g_buf_alloc(ctx, &res, 8 * total, 1));
+	struct kd_buf cnt, rec, res;
+	KT_OK(kd_buf_alloc_mem(ctx, &cnt, 64, target_gpu));
+	KT_OK(kd_buf_alloc_mem(ctx, &rec, 8 * total, target_gpu));
+	KT_OK(kd_buf_alloc_mem(ctx, &res, 8 * total, 1));
 	struct kinet_dev_qp **dq = NULL;
 	int *err = NULL, herr[2] = {0, 0};
 	G_CUDA(cudaMalloc((void **)&dq, sizeof(hq)));
@@ -115,7 +116,7 @@ static void run(enum kinet_qp_sharing sharing, int form, enum kinet_db_mode db, 
 	a.per_block = nq > 1;
 	a.form = form;
 	a.nops = nops;
-	a.counter = g_addr(&cnt, 0);
+	a.counter = kd_addr(&cnt, 0);
 	a.ckey = cnt.key;
 	a.records = rec.p;
 	a.rkey = rec.key;
@@ -146,9 +147,9 @@ static void run(enum kinet_qp_sharing sharing, int form, enum kinet_db_mode db, 
 	uint64_t *hr = (uint64_t *)malloc(8 * total), *hres = (uint64_t *)malloc(8 * total);
 	uint8_t *seen = (uint8_t *)calloc(total, 1);
 	KT_CHECK(hr && hres && seen);
-	KT_OK(g_copy_out(&c, &cnt, 0, 8));
-	KT_OK(g_copy_out(hr, &rec, 0, 8 * total));
-	KT_OK(g_copy_out(hres, &res, 0, 8 * total));
+	KT_OK(kd_copy_out(&c, &cnt, 0, 8));
+	KT_OK(kd_copy_out(hr, &rec, 0, 8 * total));
+	KT_OK(kd_copy_out(hres, &res, 0, 8 * total));
 	KT_CHECK_EQ(c, total);
 	for (uint64_t i = 0; i < total; i++) {
 		KT_CHECK_EQ(hr[i], ((i / (uint64_t)nops) << 32) | (i % (uint64_t)nops));
@@ -169,11 +170,11 @@ static void run(enum kinet_qp_sharing sharing, int form, enum kinet_db_mode db, 
 	free(seen);
 	cudaFree(dq);
 	cudaFree(err);
-	g_buf_free(&cnt);
-	g_buf_free(&rec);
-	g_buf_free(&res);
+	kd_buf_free(&cnt);
+	kd_buf_free(&rec);
+	kd_buf_free(&res);
 	for (int q = 0; q < nq; q++)
-		g_pair_destroy(&pairs[q]);
+		kd_pair_destroy(&pairs[q]);
 	free(pairs);
 	kinet_ctx_close(ctx);
 }

@@ -4,7 +4,7 @@
  * pinned host memory; data checked byte for byte on the host.
  * Skips (exit 77) without a CUDA device.
  */
-#include "fixture.h"
+#include "kt_dev.h"
 
 #define NT 128		   /* threads of the block: 4 warps */
 #define A_BYTES 256	   /* per thread, thread-form put */
@@ -54,14 +54,14 @@ __global__ void verbs_kernel(struct vargs a)
 
 	/* A: thread form, one put each */
 	for (unsigned i = 0; i < A_BYTES; i++)
-		a.src[OFF_A + tid * A_BYTES + i] = g_pat(tid * A_BYTES + i, 1);
+		a.src[OFF_A + tid * A_BYTES + i] = kd_pat(tid * A_BYTES + i, 1);
 	V(1, kinet_dev_put(d, a.src + OFF_A + tid * A_BYTES, a.skey, dst + OFF_A + tid * A_BYTES, a.dkey,
 			   A_BYTES, &tk));
 	V(2, kinet_dev_wait(d, tk));
 
 	/* B: warp form, 1 MiB per warp split across lanes */
 	for (unsigned i = lane; i < B_BYTES; i += 32)
-		a.src[OFF_B + warp * B_BYTES + i] = g_pat(i, 10 + warp);
+		a.src[OFF_B + warp * B_BYTES + i] = kd_pat(i, 10 + warp);
 	__syncwarp();
 	V(3, kinet_dev_put_warp(d, a.src + OFF_B + warp * B_BYTES, a.skey, dst + OFF_B + warp * B_BYTES,
 				a.dkey, B_BYTES, &tk));
@@ -69,7 +69,7 @@ __global__ void verbs_kernel(struct vargs a)
 
 	/* C: block form, 4 MiB; D: read it back with get_block */
 	for (unsigned i = tid; i < C_BYTES; i += NT)
-		a.src[OFF_C + i] = g_pat(i, 20);
+		a.src[OFF_C + i] = kd_pat(i, 20);
 	__syncthreads();
 	V(5, kinet_dev_put_block(d, a.src + OFF_C, a.skey, dst + OFF_C, a.dkey, C_BYTES, &tk));
 	V(6, kinet_dev_wait_block(d, tk));
@@ -79,7 +79,7 @@ __global__ void verbs_kernel(struct vargs a)
 	/* put_inline from registers: 16 bytes per thread, then the warp form */
 	uint8_t v[16];
 	for (int i = 0; i < 16; i++)
-		v[i] = g_pat(tid * 16 + i, 30);
+		v[i] = kd_pat(tid * 16 + i, 30);
 	V(9, kinet_dev_put_inline(d, v, 16, dst + OFF_INL + tid * 16, a.dkey, &tk));
 	V(10, kinet_dev_quiet_block(d));
 
@@ -105,13 +105,13 @@ __global__ void verbs_kernel(struct vargs a)
 	V(22, kinet_dev_signal_block(d, dst + OFF_SIG, a.dkey, 10000, NULL));
 	V(23, kinet_dev_signal_wait_until_block(d, sig, KINET_DEV_CMP_EQ, NT + 400 + 10000, NULL));
 	for (unsigned i = tid; i < C_BYTES; i += NT)
-		a.src[OFF_C + i] = g_pat(i, 40);
+		a.src[OFF_C + i] = kd_pat(i, 40);
 	__syncthreads();
 	V(24, kinet_dev_put_signal_block(d, a.src + OFF_C, a.skey, dst + OFF_C, a.dkey, C_BYTES,
 					 dst + OFF_SIG, a.dkey, 1, NULL));
 	V(25, kinet_dev_signal_wait_until_warp(d, sig, KINET_DEV_CMP_GE, NT + 400 + 10001, NULL));
 	/* the data is there once the signal is: sample it from the kernel */
-	if (a.dst[OFF_C + tid * 32749 % C_BYTES] != g_pat(tid * 32749 % C_BYTES, 40))
+	if (a.dst[OFF_C + tid * 32749 % C_BYTES] != kd_pat(tid * 32749 % C_BYTES, 40))
 		vfail(a.err, 26, -1);
 
 	/* send / recv / write_imm: the target (t) posts receives, d sends:
@@ -120,7 +120,7 @@ __global__ void verbs_kernel(struct vargs a)
 	V(27, kinet_dev_post_recv_block(t, a.dst + OFF_MSG, a.dkey, 4096, NULL));
 	V(28, kinet_dev_post_recv_warp(t, a.dst + OFF_MSG + 4096 * (1 + warp), a.dkey, 4096, NULL));
 	for (unsigned i = tid; i < 4096; i += NT)
-		a.src[OFF_A + i] = g_pat(i, 50);
+		a.src[OFF_A + i] = kd_pat(i, 50);
 	__syncthreads();
 	V(29, kinet_dev_send_block(d, a.src + OFF_A, a.skey, 4096, NULL));
 	V(30, kinet_dev_send_imm_warp(d, a.src + OFF_A, a.skey, 100 + warp, 0xa0 + warp, NULL));
@@ -174,19 +174,19 @@ static void run_verbs(enum kinet_db_mode mode, int src_gpu, int dst_gpu)
 
 	uint8_t *h = (uint8_t *)malloc(TOTAL), *hs = (uint8_t *)malloc(TOTAL);
 	KT_CHECK(h && hs);
-	KT_OK(g_copy_out(h, &r.dst, 0, TOTAL));
-	KT_OK(g_copy_out(hs, &r.src, 0, TOTAL));
+	KT_OK(kd_copy_out(h, &r.dst, 0, TOTAL));
+	KT_OK(kd_copy_out(hs, &r.src, 0, TOTAL));
 	for (size_t i = 0; i < (size_t)NT * A_BYTES; i++)
-		KT_CHECK_EQ(h[OFF_A + i], g_pat(i, 1));
+		KT_CHECK_EQ(h[OFF_A + i], kd_pat(i, 1));
 	for (unsigned w = 0; w < 4; w++)
 		for (size_t i = 0; i < B_BYTES; i++)
-			KT_CHECK_EQ(h[OFF_B + w * B_BYTES + i], g_pat(i, 10 + w));
+			KT_CHECK_EQ(h[OFF_B + w * B_BYTES + i], kd_pat(i, 10 + w));
 	for (size_t i = 0; i < C_BYTES; i++) {
-		KT_CHECK_EQ(h[OFF_C + i], g_pat(i, 40));  /* the put_signal_block overwrote the first put */
-		KT_CHECK_EQ(hs[OFF_D + i], g_pat(i, 20)); /* what get_block read back */
+		KT_CHECK_EQ(h[OFF_C + i], kd_pat(i, 40));  /* the put_signal_block overwrote the first put */
+		KT_CHECK_EQ(hs[OFF_D + i], kd_pat(i, 20)); /* what get_block read back */
 	}
 	for (size_t i = 0; i < (size_t)NT * 16; i++)
-		KT_CHECK_EQ(h[OFF_INL + i], g_pat(i, 30));
+		KT_CHECK_EQ(h[OFF_INL + i], kd_pat(i, 30));
 	uint64_t cnt, cas, sig;
 	memcpy(&cnt, h + OFF_CNT, 8);
 	memcpy(&cas, h + OFF_CAS, 8);
@@ -195,12 +195,12 @@ static void run_verbs(enum kinet_db_mode mode, int src_gpu, int dst_gpu)
 	KT_CHECK(cas >= 1 && cas <= NT);
 	KT_CHECK_EQ(sig, NT + 400 + 10001);
 	for (size_t i = 0; i < 4096; i++)
-		KT_CHECK_EQ(h[OFF_MSG + i], g_pat(i, 50));
+		KT_CHECK_EQ(h[OFF_MSG + i], kd_pat(i, 50));
 	for (size_t k = 1; k <= 4; k++)
 		for (size_t i = 0; i < 100; i++)
-			KT_CHECK_EQ(h[OFF_MSG + 4096 * k + i], g_pat(i, 50));
+			KT_CHECK_EQ(h[OFF_MSG + 4096 * k + i], kd_pat(i, 50));
 	for (size_t i = 0; i < 3000; i++)
-		KT_CHECK_EQ(h[OFF_IMM + i], g_pat(i, 50));
+		KT_CHECK_EQ(h[OFF_IMM + i], kd_pat(i, 50));
 	printf("  db %s, src %s, dst %s: ok\n", kt_db_names[mode], src_gpu ? "gpu" : "host",
 	       dst_gpu ? "gpu" : "host");
 	free(h);

@@ -19,7 +19,7 @@
 #include <cuda.h>
 #include <unistd.h>
 
-#include "fixture.h"
+#include "kt_dev.h"
 
 #include "kinet/gpunetio.h"
 
@@ -219,7 +219,7 @@ struct gn_fx {
 	struct kinet_cq *cq[4];
 	struct kinet_qp *qp[4]; /* 0 main, 1 companion; 2, 3 their peers */
 	struct kinet_gpunetio_qp *d[2];
-	struct g_buf data, words, sig, sig2, ctr, sink;
+	struct kd_buf data, words, sig, sig2, ctr, sink;
 	struct gn_args a;
 };
 
@@ -235,7 +235,7 @@ static int gn_open(struct gn_fx *f, enum kinet_db_mode mode)
 	int rc = 0;
 
 	memset(f, 0, sizeof(*f));
-	f->ctx = g_ctx_open();
+	f->ctx = kd_ctx_open();
 	if (!f->ctx)
 		return -ENODEV;
 	for (int i = 0; i < 4 && !rc; i++) {
@@ -261,13 +261,13 @@ static int gn_open(struct gn_fx *f, enum kinet_db_mode mode)
 	/* One GPU buffer: src, dst, dst2, dst3, gsrc, gdst, wdst (span each),
 	 * inl, inl2 (8 B per op). */
 	if (!rc)
-		rc = g_buf_alloc(f->ctx, &f->data, 7 * span + 2 * 8 * (size_t)OPS, 1);
+		rc = kd_buf_alloc_mem(f->ctx, &f->data, 7 * span + 2 * 8 * (size_t)OPS, 1);
 	if (!rc)
-		rc = g_buf_alloc(f->ctx, &f->words, 8 + 8 * THREADS + 2 * 8 * (size_t)OPS, 1);
+		rc = kd_buf_alloc_mem(f->ctx, &f->words, 8 + 8 * THREADS + 2 * 8 * (size_t)OPS, 1);
 	if (rc)
 		return rc;
 	/* NCCL's GIN tables: zero-based, addressed by 8 * id. */
-	struct g_buf *zb[4] = {&f->sig, &f->sig2, &f->ctr, &f->sink};
+	struct kd_buf *zb[4] = {&f->sig, &f->sig2, &f->ctr, &f->sink};
 	for (int i = 0; i < 4 && !rc; i++) {
 		if (cudaMalloc((void **)&zb[i]->p, 8 * THREADS) != cudaSuccess ||
 		    cudaMemset(zb[i]->p, 0, 8 * THREADS) != cudaSuccess)
@@ -313,21 +313,21 @@ static int gn_open(struct gn_fx *f, enum kinet_db_mode mode)
 	if (!h)
 		return -ENOMEM;
 	for (size_t i = 0; i < span; i++)
-		h[i] = g_pat(i, 11);
-	rc = g_copy_in(&f->data, 0, h, span);
+		h[i] = kd_pat(i, 11);
+	rc = kd_copy_in(&f->data, 0, h, span);
 	for (size_t i = 0; i < span && !rc; i++)
-		h[i] = g_pat(i, 23);
+		h[i] = kd_pat(i, 23);
 	if (!rc)
-		rc = g_copy_in(&f->data, 4 * span, h, span);
+		rc = kd_copy_in(&f->data, 4 * span, h, span);
 	free(h);
 	return rc;
 }
 
 static void gn_close(struct gn_fx *f)
 {
-	struct g_buf *b[6] = {&f->data, &f->words, &f->sig, &f->sig2, &f->ctr, &f->sink};
+	struct kd_buf *b[6] = {&f->data, &f->words, &f->sig, &f->sig2, &f->ctr, &f->sink};
 	for (int i = 0; i < 6; i++)
-		g_buf_free(b[i]);
+		kd_buf_free(b[i]);
 	cudaFree(f->a.status);
 	for (int i = 0; i < 4; i++)
 		if (f->qp[i])
@@ -345,9 +345,9 @@ static void gn_close(struct gn_fx *f)
 static int gn_expect(const uint8_t *h, size_t base, size_t from, size_t n, uint32_t seed, const char *what)
 {
 	for (size_t i = from; i < from + n; i++) {
-		if (h[base + i] != g_pat(i, seed)) {
+		if (h[base + i] != kd_pat(i, seed)) {
 			fprintf(stderr, "%s: byte %zu is 0x%02x, expected 0x%02x\n", what, i, h[base + i],
-				g_pat(i, seed));
+				kd_pat(i, seed));
 			return -1;
 		}
 	}
@@ -395,7 +395,7 @@ static void gn_run(enum kinet_db_mode mode)
 	size_t total = f.data.len;
 	uint8_t *h = (uint8_t *)malloc(total);
 	KT_CHECK(h != NULL);
-	KT_OK(g_copy_out(h, &f.data, 0, total));
+	KT_OK(kd_copy_out(h, &f.data, 0, total));
 	const size_t ops = (size_t)OPS * SLOT, warp = (size_t)WARP_ITERS * 32 * SLOT;
 	const size_t bf = mode == KINET_DB_BF ? (size_t)BF_ITERS * SLOT : 0;
 	int bad = gn_expect(h, span, 0, ops, 11, "put") || gn_expect(h, 2 * span, 0, ops, 11, "put_signal") ||
@@ -423,10 +423,10 @@ static void gn_run(enum kinet_db_mode mode)
 	uint64_t *w = (uint64_t *)malloc(f.words.len);
 	uint64_t tab[3][THREADS];
 	KT_CHECK(w != NULL);
-	KT_OK(g_copy_out(w, &f.words, 0, f.words.len));
-	struct g_buf *zb[3] = {&f.sig, &f.sig2, &f.ctr};
+	KT_OK(kd_copy_out(w, &f.words, 0, f.words.len));
+	struct kd_buf *zb[3] = {&f.sig, &f.sig2, &f.ctr};
 	for (int k = 0; k < 3; k++)
-		KT_OK(g_copy_out(tab[k], zb[k], 0, 8 * THREADS));
+		KT_OK(kd_copy_out(tab[k], zb[k], 0, 8 * THREADS));
 	KT_CHECK_EQ(w[0], (uint64_t)OPS);
 	uint64_t *fa_res = w + 1 + THREADS, *cs_res = fa_res + OPS;
 	qsort(fa_res, OPS, 8, gn_cmp_u64);

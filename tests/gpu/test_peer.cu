@@ -5,7 +5,7 @@
  * GPU memory.  Engines are paused where an operation must take the peer
  * path, so only the GPU's own stores and atomics can complete it.
  */
-#include "fixture.h"
+#include "kt_dev.h"
 
 #define BUF (8u << 20)
 #define HAMMER_BLOCKS 132
@@ -16,8 +16,8 @@
 
 struct side {
 	struct kinet_ctx *ctx;
-	struct g_side s;
-	struct g_buf buf;
+	struct kd_side s;
+	struct kd_buf buf;
 };
 
 struct fx {
@@ -27,7 +27,7 @@ struct fx {
 
 static int fx_open(struct fx *f, const char *p2p, uint32_t timeout_ms, enum kinet_qp_sharing sharing)
 {
-	struct g_opts o;
+	struct kd_opts o;
 	struct kinet_qp_info info[2];
 	int rc = 0;
 
@@ -35,7 +35,7 @@ static int fx_open(struct fx *f, const char *p2p, uint32_t timeout_ms, enum kine
 	memset(f, 0, sizeof(*f));
 	f->dev[0] = 0;
 	f->dev[1] = g_gpu_count() > 1 ? 1 : 0;
-	g_opts_init(&o);
+	kd_opts_init(&o);
 	o.timeout_ms = timeout_ms;
 	o.sharing = sharing;
 	for (int i = 0; i < 2 && !rc; i++) {
@@ -46,10 +46,10 @@ static int fx_open(struct fx *f, const char *p2p, uint32_t timeout_ms, enum kine
 		rc = kinet_ctx_open(&attr, &f->x[i].ctx);
 		if (!rc) {
 			cudaSetDevice(f->dev[i]);
-			rc = g_buf_alloc(f->x[i].ctx, &f->x[i].buf, BUF, 1);
+			rc = kd_buf_alloc_mem(f->x[i].ctx, &f->x[i].buf, BUF, 1);
 		}
 		if (!rc)
-			rc = g_side_create(f->x[i].ctx, &f->x[i].s, &o);
+			rc = kd_side_create(&f->x[i].s, f->x[i].ctx, &o);
 		if (!rc)
 			rc = kinet_qp_pack(f->x[i].s.qp, &info[i]);
 	}
@@ -72,7 +72,7 @@ static void fx_close(struct fx *f)
 			kinet_cq_destroy(x->s.scq);
 		if (x->s.rcq)
 			kinet_cq_destroy(x->s.rcq);
-		g_buf_free(&x->buf);
+		kd_buf_free(&x->buf);
 		if (x->ctx)
 			kinet_ctx_close(x->ctx);
 	}
@@ -113,7 +113,7 @@ __global__ void verbs_kernel(struct vargs a, int g)
 	/* a large put of a pattern, then get it back into a + 2 MiB */
 	/* the pattern also covers the odd put (4097 at +3) and put_signal (8 KiB) */
 	for (uint32_t i = r; i < (a.big > 8192 ? a.big : 8192); i += n)
-		a.a[i] = g_pat(i, a.seed);
+		a.a[i] = kd_pat(i, a.seed);
 	kinet_devi_group_sync(g);
 	ST(0, kinet_devi_put_g(g, a.d, a.a, a.akey, a.b, a.bkey, a.big, &tk));
 	ST(1, kinet_devi_wait_g(g, a.d, tk));
@@ -151,12 +151,12 @@ static void run_verbs(struct fx *f, int form, uint32_t seed)
 	memset(st, 0, 16 * sizeof(int));
 	cudaSetDevice(f->dev[1]);
 	G_CUDA(cudaMemset(f->x[1].buf.p, 0, BUF));
-	KT_OK(g_copy_in(&f->x[1].buf, 3u << 20, &init, 8));
+	KT_OK(kd_copy_in(&f->x[1].buf, 3u << 20, &init, 8));
 	cudaSetDevice(f->dev[0]);
 	a.d = f->x[0].s.d;
 	a.a = f->x[0].buf.p;
 	a.akey = f->x[0].buf.key;
-	a.b = g_addr(&f->x[1].buf, 0);
+	a.b = kd_addr(&f->x[1].buf, 0);
 	a.bkey = f->x[1].buf.key;
 	a.st = st;
 	a.seed = seed;
@@ -175,15 +175,15 @@ static void run_verbs(struct fx *f, int form, uint32_t seed)
 			KT_CHECK_EQ(st[i], 0);
 		}
 	uint8_t *h = (uint8_t *)malloc(BUF);
-	KT_OK(g_copy_out(h, &f->x[1].buf, 0, BUF));
+	KT_OK(kd_copy_out(h, &f->x[1].buf, 0, BUF));
 	int bad = 0;
 	for (uint32_t i = 0; i < a.big; i++)
-		bad += h[i] != g_pat(i, seed);
+		bad += h[i] != kd_pat(i, seed);
 	for (uint32_t i = 0; i < 4097; i++)
-		bad += h[(1u << 20) + 5 + i] != g_pat(i + 3, seed);
+		bad += h[(1u << 20) + 5 + i] != kd_pat(i + 3, seed);
 	bad += h[(1u << 20) + 4] != 0 || h[(1u << 20) + 5 + 4097] != 0;
 	for (uint32_t i = 0; i < 8192; i++)
-		bad += h[(3u << 20) + 4096 + i] != g_pat(i, seed);
+		bad += h[(3u << 20) + 4096 + i] != kd_pat(i, seed);
 	KT_CHECK_EQ(bad, 0);
 	uint64_t w[3];
 	memcpy(&w[0], h + (3u << 20), 8);
@@ -192,9 +192,9 @@ static void run_verbs(struct fx *f, int form, uint32_t seed)
 	KT_CHECK_EQ(w[0], 9);
 	KT_CHECK_EQ(w[1], 0xabcdef0123456789ull);
 	KT_CHECK_EQ(w[2], 7);
-	KT_OK(g_copy_out(h, &f->x[0].buf, 2u << 20, a.big));
+	KT_OK(kd_copy_out(h, &f->x[0].buf, 2u << 20, a.big));
 	for (uint32_t i = 0; i < a.big; i++)
-		bad += h[i] != g_pat(i, seed);
+		bad += h[i] != kd_pat(i, seed);
 	KT_CHECK_EQ(bad, 0);
 	free(h);
 	cudaFree(st);
@@ -241,17 +241,17 @@ KT_TEST(atomics_hammer_exact)
 	*failed = 0;
 	fx_pause(&f, 1);
 	hammer_kernel<<<HAMMER_BLOCKS, HAMMER_THREADS>>>(f.x[0].s.d, (uint64_t *)(void *)f.x[0].buf.p,
-							 f.x[0].buf.key, g_addr(&f.x[1].buf, 0),
+							 f.x[0].buf.key, kd_addr(&f.x[1].buf, 0),
 							 f.x[1].buf.key, failed);
 	G_CUDA(cudaDeviceSynchronize());
 	fx_pause(&f, 0);
 	KT_CHECK_EQ(*failed, 0);
 	uint64_t sum = 0;
-	KT_OK(g_copy_out(&sum, &f.x[1].buf, 0, 8));
+	KT_OK(kd_copy_out(&sum, &f.x[1].buf, 0, 8));
 	KT_CHECK_EQ(sum, total);
 	uint64_t *res = (uint64_t *)malloc(total * 8);
 	uint8_t *seen = (uint8_t *)calloc(total, 1);
-	KT_OK(g_copy_out(res, &f.x[0].buf, 0, total * 8));
+	KT_OK(kd_copy_out(res, &f.x[0].buf, 0, total * 8));
 	int dup = 0;
 	for (uint64_t i = 0; i < total; i++)
 		if (res[i] >= total || seen[res[i]]++)
@@ -345,10 +345,10 @@ KT_TEST(put_signal_ordering_under_load)
 	}
 	cudaSetDevice(f.dev[1]);
 	order_receiver<<<1, 512, 0, s[1]>>>(f.x[1].s.d, b, (const uint64_t *)(const void *)(b + (1u << 20)),
-					    g_addr(&f.x[0].buf, 1u << 20), f.x[0].buf.key, err + 1);
+					    kd_addr(&f.x[0].buf, 1u << 20), f.x[0].buf.key, err + 1);
 	cudaSetDevice(f.dev[0]);
-	order_sender<<<1, 512, 0, s[0]>>>(f.x[0].s.d, a + (2u << 20), f.x[0].buf.key, g_addr(&f.x[1].buf, 0),
-					  f.x[1].buf.key, g_addr(&f.x[1].buf, 1u << 20),
+	order_sender<<<1, 512, 0, s[0]>>>(f.x[0].s.d, a + (2u << 20), f.x[0].buf.key, kd_addr(&f.x[1].buf, 0),
+					  f.x[1].buf.key, kd_addr(&f.x[1].buf, 1u << 20),
 					  (const uint64_t *)(const void *)(a + (1u << 20)), err);
 	for (int i = 0; i < 2; i++) {
 		cudaSetDevice(f.dev[i]);
@@ -392,7 +392,7 @@ KT_TEST(protection_errors)
 		*st = -1;
 		kinet_ctx_clear_error(f.x[0].ctx);
 		uint64_t raddr =
-			c == 1 ? g_addr(&f.x[1].buf, BUF - 32) : g_addr(&f.x[1].buf, c == 2 ? 2u << 20 : 0);
+			c == 1 ? kd_addr(&f.x[1].buf, BUF - 32) : kd_addr(&f.x[1].buf, c == 2 ? 2u << 20 : 0);
 		uint32_t rkey = c == 0 ? f.x[1].buf.key ^ 0x100 : c == 2 ? kinet_mr_rkey(ro) : f.x[1].buf.key;
 		bad_put<<<1, 1>>>(f.x[0].s.d, f.x[0].buf.p, f.x[0].buf.key, raddr, rkey, st);
 		G_CUDA(cudaDeviceSynchronize());
@@ -402,7 +402,7 @@ KT_TEST(protection_errors)
 		KT_CHECK(err.syndrome == KINET_SYND_REMOTE_ACCESS_ERR ||
 			 err.syndrome == KINET_SYND_REMOTE_INVAL_REQ_ERR);
 		uint8_t *h = (uint8_t *)malloc(BUF);
-		KT_OK(g_copy_out(h, &f.x[1].buf, 0, BUF));
+		KT_OK(kd_copy_out(h, &f.x[1].buf, 0, BUF));
 		int changed = 0;
 		for (uint32_t i = 0; i < BUF; i++)
 			changed += h[i] != 0x5a;
@@ -447,19 +447,19 @@ KT_TEST(large_thread_put_uses_copy_engine)
 	KT_CHECK_EQ(kinet_qp_get_path(f.x[0].s.qp), KINET_QP_PATH_PEER);
 	uint8_t *h = (uint8_t *)malloc(1u << 20);
 	for (uint32_t i = 0; i < (1u << 20); i++)
-		h[i] = g_pat(i, 5);
-	KT_OK(g_copy_in(&f.x[0].buf, 0, h, 1u << 20));
+		h[i] = kd_pat(i, 5);
+	KT_OK(kd_copy_in(&f.x[0].buf, 0, h, 1u << 20));
 	G_CUDA(cudaMallocManaged((void **)&st, sizeof(int)));
 	*st = -1;
-	big_put<<<1, 1>>>(f.x[0].s.d, f.x[0].buf.p, f.x[0].buf.key, g_addr(&f.x[1].buf, 0), f.x[1].buf.key,
+	big_put<<<1, 1>>>(f.x[0].s.d, f.x[0].buf.p, f.x[0].buf.key, kd_addr(&f.x[1].buf, 0), f.x[1].buf.key,
 			  st);
 	G_CUDA(cudaDeviceSynchronize());
 	KT_CHECK_EQ(*st, 0);
 	memset(h, 0, 1u << 20);
-	KT_OK(g_copy_out(h, &f.x[1].buf, 0, 1u << 20));
+	KT_OK(kd_copy_out(h, &f.x[1].buf, 0, 1u << 20));
 	int bad = 0;
 	for (uint32_t i = 0; i < (1u << 20); i++)
-		bad += h[i] != g_pat(i, 5);
+		bad += h[i] != kd_pat(i, 5);
 	KT_CHECK_EQ(bad, 0);
 	free(h);
 	cudaFree(st);

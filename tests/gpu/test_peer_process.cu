@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fixture.h"
+#include "kt_dev.h"
 
 #define BUF (4u << 20)
 #define SMALL 4096u
@@ -64,14 +64,14 @@ static int xfer(int fd, void *p, size_t n, int out)
 
 struct proc {
 	struct kinet_ctx *ctx;
-	struct g_side s[2];
-	struct g_buf buf, small;
+	struct kd_side s[2];
+	struct kd_buf buf, small;
 };
 
 static int proc_open(struct proc *p, int dev, int with_small, struct hello *h)
 {
 	struct kinet_ctx_attr ca;
-	struct g_opts o;
+	struct kd_opts o;
 	int rc;
 
 	memset(p, 0, sizeof(*p));
@@ -80,14 +80,15 @@ static int proc_open(struct proc *p, int dev, int with_small, struct hello *h)
 	kinet_ctx_attr_init(&ca);
 	ca.provider = "soft";
 	ca.cuda_device = dev;
-	if ((rc = kinet_ctx_open(&ca, &p->ctx)) || (rc = g_buf_alloc(p->ctx, &p->buf, BUF, 1)))
+	if ((rc = kinet_ctx_open(&ca, &p->ctx)) || (rc = kd_buf_alloc_mem(p->ctx, &p->buf, BUF, 1)))
 		return rc;
-	if (with_small && (rc = g_buf_alloc(p->ctx, &p->small, SMALL, 1)))
+	if (with_small && (rc = kd_buf_alloc_mem(p->ctx, &p->small, SMALL, 1)))
 		return rc;
-	g_opts_init(&o);
+	kd_opts_init(&o);
 	o.timeout_ms = 1000;
 	for (int i = 0; i < 2; i++)
-		if ((rc = g_side_create(p->ctx, &p->s[i], &o)) || (rc = kinet_qp_pack(p->s[i].qp, &h->qp[i])))
+		if ((rc = kd_side_create(&p->s[i], p->ctx, &o)) ||
+		    (rc = kinet_qp_pack(p->s[i].qp, &h->qp[i])))
 			return rc;
 	if ((rc = kinet_mr_pack(p->buf.mr, &h->mr)))
 		return rc;
@@ -401,7 +402,7 @@ KT_TEST(peer_process)
 	cudaFree(a.err);
 	for (int i = 0; i < 2; i++)
 		kinet_qp_destroy(p.s[i].qp);
-	g_buf_free(&p.buf);
+	kd_buf_free(&p.buf);
 	KT_OK(kinet_ctx_close(p.ctx));
 	close(rd);
 	close(wr);

@@ -8,7 +8,7 @@
  * forms stage with every lane.  Every doorbell mode.
  * Skips (exit 77) without a CUDA device.
  */
-#include "fixture.h"
+#include "kt_dev.h"
 
 #define NT 32
 #define SLOT 8192 /* per thread, in source and target */
@@ -41,12 +41,12 @@ __global__ void staged_kernel(struct sargs a)
 	uint32_t n = st_size(i);
 	uint64_t tk = 0;
 	for (uint32_t k = 0; k < n; k++)
-		s[k] = g_pat(k, i);
+		s[k] = kd_pat(k, i);
 	int st = kinet_dev_put(a.d, s, a.skey, a.dst + (size_t)i * SLOT, a.dkey, n, &tk);
 	/* Every put is posted (the engine is paused): now change the sources. */
 	__syncthreads();
 	for (uint32_t k = 0; k < n; k++)
-		s[k] = g_pat(k, i + 100);
+		s[k] = kd_pat(k, i + 100);
 	__threadfence_system();
 	__syncthreads();
 	if (!st)
@@ -64,9 +64,9 @@ __global__ void staged_group_kernel(struct sargs a)
 	uint64_t tb = 0, tw = 0;
 	unsigned warp = threadIdx.x / 32;
 	for (uint32_t k = threadIdx.x; k < STAGE; k += blockDim.x)
-		sb[k] = g_pat(k, 200);
+		sb[k] = kd_pat(k, 200);
 	for (uint32_t k = threadIdx.x; k < 1000; k += blockDim.x)
-		sw[k] = g_pat(k, 201);
+		sw[k] = kd_pat(k, 201);
 	__syncthreads();
 	int st = kinet_dev_put_block(a.d, sb, a.skey, a.dst, a.dkey, STAGE, &tb);
 	int sw_st = 0;
@@ -74,9 +74,9 @@ __global__ void staged_group_kernel(struct sargs a)
 		sw_st = kinet_dev_put_warp(a.d, sw, a.skey, a.dst + SLOT, a.dkey, 1000, &tw);
 	__syncthreads();
 	for (uint32_t k = threadIdx.x; k < STAGE; k += blockDim.x)
-		sb[k] = g_pat(k, 202);
+		sb[k] = kd_pat(k, 202);
 	for (uint32_t k = threadIdx.x; k < 1000; k += blockDim.x)
-		sw[k] = g_pat(k, 203);
+		sw[k] = kd_pat(k, 203);
 	__threadfence_system();
 	__syncthreads();
 	if (!st)
@@ -109,7 +109,7 @@ static void run_staged(enum kinet_db_mode mode)
 	struct sargs a;
 	a.d = r.p.s[0].d;
 	a.src = r.src.p;
-	a.dst = g_addr(&r.dst, 0);
+	a.dst = kd_addr(&r.dst, 0);
 	a.skey = r.src.key;
 	a.dkey = r.dst.key;
 	a.err = r.err;
@@ -128,7 +128,7 @@ static void run_staged(enum kinet_db_mode mode)
 		const uint8_t *t = r.dst.p + (size_t)i * SLOT;
 		int ok = 1;
 		for (uint32_t k = 0; k < n; k++)
-			ok &= t[k] == g_pat(k, seed);
+			ok &= t[k] == kd_pat(k, seed);
 		for (uint32_t k = n; k < SLOT; k++)
 			ok &= t[k] == 0;
 		if (!ok)
@@ -150,14 +150,14 @@ static void run_staged(enum kinet_db_mode mode)
 	KT_CHECK_EQ(herr[0], 0);
 	int gok = 1;
 	for (uint32_t k = 0; k < STAGE; k++)
-		gok &= r.dst.p[k] == g_pat(k, 200);
+		gok &= r.dst.p[k] == kd_pat(k, 200);
 	for (uint32_t k = 0; k < 1000; k++)
-		gok &= r.dst.p[SLOT + k] == g_pat(k, 201);
+		gok &= r.dst.p[SLOT + k] == kd_pat(k, 201);
 	KT_CHECK(gok);
 
 	/* A wrong source key: error completion, nothing written. */
 	memset(r.dst.p, 0, 64);
-	bad_key_kernel<<<1, 1>>>(r.p.s[0].d, r.src.p, r.src.key, g_addr(&r.dst, 0), r.dst.key, r.err);
+	bad_key_kernel<<<1, 1>>>(r.p.s[0].d, r.src.p, r.src.key, kd_addr(&r.dst, 0), r.dst.key, r.err);
 	G_CUDA(cudaDeviceSynchronize());
 	G_CUDA(cudaMemcpy(herr, r.err, sizeof(herr), cudaMemcpyDeviceToHost));
 	KT_CHECK_EQ(herr[0], -EIO);

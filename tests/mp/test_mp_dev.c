@@ -6,8 +6,8 @@
  */
 #include <pthread.h>
 
-#include "fixture.h"
 #include "kinet/device.cuh"
+#include "kt_mp.h"
 
 #define RING 16
 #define SZ 3000u   /* put_signal payload */

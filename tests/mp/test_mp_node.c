@@ -4,7 +4,7 @@
  * from the host, with the data checked byte for byte; writes and sends are
  * larger than one protocol fragment.  Ends with a protection error.
  */
-#include "fixture.h"
+#include "kt_mp.h"
 
 #define SLOT 160000u /* > 2 fragments of 64 KiB */
 #define SEND_LEN 100000u

@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fixture.h"
+#include "kt_mp.h"
 
 /* The QP timeout, from which every bound below is derived: a live peer
  * may be silent this long on a loaded machine (a fixed 500 ms failed the

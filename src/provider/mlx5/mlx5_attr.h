@@ -1,7 +1,7 @@
 /*
  * The ConnectX provider's pure part: what it decides from numbers and
  * strings alone, with no rdma-core call and no rdma-core header, so that CI
- * tests it where there is no NIC (tests/host/test_mlx5_attr.c) and builds
+ * tests it where there is no NIC (tests/host/mlx5/test_mlx5_attr.c) and builds
  * without rdma-core's headers still carry it.
  *
  * rdma-core's enum values used here are repeated as KINET_MLX5_IBV_*; the
