@@ -25,7 +25,14 @@
 #include "verbs.h"
 
 #define DIR_MAGIC 0x6b76647200000001ull /* "kvdr", version 1 */
+/* A request or an answer moves within this. */
 #define DIR_IO_MS 2000
+/* The answer may wait for the peer to open a carrier (loading libfabric
+ * and opening an endpoint, seconds on a loaded machine): bounded, so an
+ * unreachable peer is an error, never a hang. */
+#define DIR_ANSWER_MS 20000
+/* A peer not listening yet (still starting) is asked again for this long. */
+#define DIR_CONNECT_MS 5000
 
 struct dir_request {
 	uint64_t magic;
@@ -40,7 +47,7 @@ struct dir_answer {
 	struct kinet_qp_info info;
 };
 
-static int io_full(int fd, void *buf, size_t len, bool out)
+static int io_full(int fd, void *buf, size_t len, bool out, int timeout_ms)
 {
 	size_t done = 0;
 
@@ -48,7 +55,7 @@ static int io_full(int fd, void *buf, size_t len, bool out)
 		struct pollfd p = {.fd = fd, .events = out ? POLLOUT : POLLIN};
 		ssize_t n;
 
-		if (poll(&p, 1, DIR_IO_MS) <= 0)
+		if (poll(&p, 1, timeout_ms) <= 0)
 			return ETIMEDOUT;
 		n = out ? send(fd, (char *)buf + done, len - done, MSG_NOSIGNAL)
 			: recv(fd, (char *)buf + done, len - done, 0);
@@ -80,7 +87,7 @@ static int answer(struct kinet_verbs_context *ctx, int fd)
 	struct dir_request rq;
 	struct dir_answer an;
 	struct kinet_verbs_qp *qp;
-	int ret = io_full(fd, &rq, sizeof(rq), false);
+	int ret = io_full(fd, &rq, sizeof(rq), false, DIR_IO_MS);
 
 	if (ret)
 		return ret;
@@ -99,7 +106,7 @@ static int answer(struct kinet_verbs_context *ctx, int fd)
 			}
 		pthread_mutex_unlock(&ctx->lock);
 	}
-	return io_full(fd, &an, sizeof(an), true);
+	return io_full(fd, &an, sizeof(an), true, DIR_IO_MS);
 }
 
 static void *serve(void *arg)
@@ -120,9 +127,10 @@ static void *serve(void *arg)
 		fd = accept4(ctx->dir.listen_fd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0)
 			continue;
-		/* One request per connection, answered at once: the blob is
-		 * packed under the list lock, nothing here blocks on a peer
-		 * longer than DIR_IO_MS. */
+		/* One request per connection, answered in turn: the blob is
+		 * packed under the list lock (the first pack for a carrier
+		 * opens it), and no read or write waits on a peer longer than
+		 * DIR_IO_MS. */
 		(void)answer(ctx, fd);
 		close(fd);
 	}
@@ -222,9 +230,9 @@ static int ask(uint32_t ipv4, uint16_t port, uint32_t qpn, struct kinet_qp_info 
 		close(fd);
 		return ret;
 	}
-	ret = io_full(fd, &rq, sizeof(rq), true);
+	ret = io_full(fd, &rq, sizeof(rq), true, DIR_IO_MS);
 	if (!ret)
-		ret = io_full(fd, &an, sizeof(an), false);
+		ret = io_full(fd, &an, sizeof(an), false, DIR_ANSWER_MS);
 	close(fd);
 	if (ret)
 		return ret;
@@ -253,7 +261,7 @@ int kinet_verbs_directory_lookup(struct kinet_verbs_context *ctx, uint32_t ipv4,
 		if (ret != ECONNREFUSED)
 			break;
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 > DIR_IO_MS)
+		if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 > DIR_CONNECT_MS)
 			break;
 		usleep(10000);
 	}
