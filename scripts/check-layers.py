@@ -4,8 +4,18 @@ build directory, their call graph from the library's object files) has no
 cycle, and core (src/core) includes or calls nothing of a provider
 (src/provider/*): it reaches providers only through src/core/provider.h.
 
-  scripts/check-layers.py [--root DIR] [--objects BUILD_DIR] [--graph]
+A folder with rooms (src/provider/soft: engine/, rp/, carrier/) keeps its
+shared headers at its top (soft.h, transport.h), which every room
+includes, and its entry point (provider.c), which includes the rooms: in
+the folder graph the top's headers are a node of their own
+("src/provider/soft/*.h"), so the rooms' use of them is not taken for a
+cycle with the entry point, while a room calling the entry point is.
 
+  scripts/check-layers.py [--root DIR] [--objects BUILD_DIR] [--graph] [--files]
+
+--files also checks the graph of files (includes, and calls from the
+objects): no cycle of files that spans two folders; with --graph it prints
+the file edges that cross folders.
 Exits 1 on a violation; --graph prints the folder edges."""
 import argparse
 import os
@@ -17,6 +27,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 ap.add_argument("--objects", help="build directory whose library objects give the call graph")
 ap.add_argument("--graph", action="store_true")
+ap.add_argument("--files", action="store_true", help="also check the graph of files across folders")
 args = ap.parse_args()
 root = os.path.abspath(args.root)
 src = os.path.join(root, "src")
@@ -29,8 +40,26 @@ search = [src, os.path.join(src, "core")] + sorted(
 ) if os.path.isdir(os.path.join(src, "provider")) else [src, os.path.join(src, "core")]
 
 
+def has_rooms(d):
+    """Whether folder d has subfolders holding sources."""
+    for sub, _, names in os.walk(d):
+        if sub != d and any(n.endswith((".c", ".h")) for n in names):
+            return True
+    return False
+
+
+rooms_cache = {}
+
+
 def folder(path):
-    return os.path.relpath(os.path.dirname(path), root)
+    d = os.path.dirname(path)
+    rel = os.path.relpath(d, root)
+    if path.endswith(".h"):
+        if d not in rooms_cache:
+            rooms_cache[d] = has_rooms(d)
+        if rooms_cache[d]:
+            return rel + "/*.h"
+    return rel
 
 
 def resolve(f, inc):
@@ -84,11 +113,13 @@ def is_provider(fo):
 
 bad = 0
 inc_edges = {}
+file_edges = {}  # file -> files it includes or calls (paths relative to root)
 for f in files:
     for inc in re.findall(r'^\s*#\s*include\s+"([^"]+)"', open(f, errors="replace").read(), re.M):
         p = resolve(f, inc)
         if not p or not p.startswith(src + os.sep):
             continue
+        file_edges.setdefault(os.path.relpath(f, root), set()).add(os.path.relpath(p, root))
         a, b = folder(f), folder(p)
         if a != b:
             inc_edges.setdefault(a, set()).add(b)
@@ -111,7 +142,7 @@ if args.objects:
         # An empty call graph has no cycle: say so instead of passing.
         print(f"no object files under {OBJ_DIR} in {args.objects}: the call graph cannot be checked")
         sys.exit(1)
-    defined, used = {}, {}
+    defined, used, defined_in, used_by_file = {}, {}, {}, {}
     for o in objs:
         rel = o.split(OBJ_DIR + os.sep, 1)[1]
         if not os.path.isfile(os.path.join(src, rel[: -len(".o")])):
@@ -122,8 +153,10 @@ if args.objects:
             parts = line.split()
             if len(parts) == 3 and parts[1] in "TDBR":
                 defined[parts[2]] = fo
+                defined_in[parts[2]] = "src/" + rel[: -len(".o")]
             elif len(parts) == 2 and parts[0] == "U":
                 used.setdefault(fo, set()).add(parts[1])
+                used_by_file.setdefault("src/" + rel[: -len(".o")], set()).add(parts[1])
     for fo, syms in used.items():
         for s in syms:
             to = defined.get(s)
@@ -132,6 +165,31 @@ if args.objects:
                 if is_core(fo) and is_provider(to):
                     print(f"core calls into a provider: {fo} uses {s} of {to}")
                     bad += 1
+
+    for fi, syms in used_by_file.items():
+        for sym in syms:
+            to = defined_in.get(sym)
+            if to and to != fi:
+                file_edges.setdefault(fi, set()).add(to)
+
+if args.files:
+    # Files of one folder may call each other both ways (engine.c and
+    # execute.c); a cycle through two folders would make them one layer.
+    def room(path):
+        return os.path.dirname(path)
+
+    for c in scc(file_edges):
+        rooms = sorted({room(p) for p in c})
+        if len(rooms) > 1:
+            print(f"file cycle across folders {', '.join(rooms)}: {' <-> '.join(c)}")
+            bad += 1
+    if args.graph:
+        for a in sorted(file_edges):
+            out = sorted(b for b in file_edges[a] if room(b) != room(a))
+            if out:
+                print(f"file: {a} -> {', '.join(out)}")
+    print(f"file graph: {sum(len(v) for v in file_edges.values())} file edges, no cycle across folders"
+          if not any(len({room(p) for p in c}) > 1 for c in scc(file_edges)) else "file graph: cycles across folders")
 
 for name, edges in (("include", inc_edges), ("call", call_edges)):
     if name == "call" and not args.objects:

@@ -1,5 +1,6 @@
 /*
- * Completion queues (cq.c): the ring and the CQE writer providers use.
+ * Completion queues (cq.c): the ring, its producer state and the host
+ * poller.  The software NIC writes CQEs (src/provider/soft/engine/cqe_writer.c).
  */
 #ifndef KINET_CORE_CQ_H
 #define KINET_CORE_CQ_H
@@ -51,30 +52,11 @@ struct kinet_cq {
 	uint64_t ci; /* host poller; written under poll_lock, read atomically */
 };
 
-/* A completion the engine wants written. */
-struct kinet_cqe_desc {
-	uint8_t cqe_opcode; /* enum kinet_cqe_opcode */
-	uint8_t wqe_opcode; /* requester: the WQE opcode */
-	uint8_t syndrome;   /* error CQEs */
-	uint8_t vendor_syndrome;
-	uint16_t wqe_counter;
-	uint32_t qpn;
-	uint32_t byte_cnt;
-	uint32_t imm_be; /* as carried in the WQE */
-	uint32_t srqn;	 /* responder: the SRQ the receive WQE came from, or 0 */
-};
-
 /* Vendor syndrome kinet puts in the CQE that reports a CQ overrun. */
 #define KINET_VENDOR_SYND_CQ_OVERRUN 0xf1
 #define KINET_VENDOR_SYND_NOT_RTS 0xf2
 #define KINET_VENDOR_SYND_PEER_DEAD 0xf3
 
-/* Writes one CQE with the right owner bit.  When the CQ has room for only
- * the reserved last entry, that entry reports the overrun instead
- * (LOCAL_QP_OP_ERR, vendor KINET_VENDOR_SYND_CQ_OVERRUN) and the CQ is
- * marked overrun; later CQEs are dropped.  Returns 0, -EAGAIN when
- * `may_wait` and the CQ is full (nothing written), -EOVERFLOW on overrun. */
-int kinet_cq_write(struct kinet_cq *cq, const struct kinet_cqe_desc *desc, bool may_wait);
 /* CQEs the context's CQ number cqn has produced (WAIT WQEs): 0, -ENOENT (no
  * such CQ) or -EOVERFLOW (it overran: *produced is set but will not move
  * again). */

@@ -5,9 +5,9 @@
  */
 #include <errno.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 #include "provider.h"
-#include "remote.h"
+#include "rp/remote.h"
 #include "soft.h"
 
 static int soft_qp_connect(struct kinet_qp *qp, const struct kinet_qp_info *remote, const char **how)

@@ -66,7 +66,7 @@ struct kinet_soft_mr {
 	struct kinet_mr mr;
 	/* GPU regions: the CUDA IPC export of the allocation holding the
 	 * region, made on first use by the node transport
-	 * (node_ipc.c) under the context's remote-protocol
+	 * (rp/cuda_ipc.c) under the context's remote-protocol
 	 * lock. */
 	int8_t ipc_state;  /* 0: not tried, 1: exported, -1: cannot be */
 	uint64_t ipc_base; /* the allocation's base address and size */

@@ -32,6 +32,19 @@ struct kinet_op {
 	uint32_t sge_len[KINET_MAX_SGE];
 };
 
+/* A completion the engine wants written (engine/cqe_writer.c). */
+struct kinet_cqe_desc {
+	uint8_t cqe_opcode; /* enum kinet_cqe_opcode */
+	uint8_t wqe_opcode; /* requester: the WQE opcode */
+	uint8_t syndrome;   /* error CQEs */
+	uint8_t vendor_syndrome;
+	uint16_t wqe_counter;
+	uint32_t qpn;
+	uint32_t byte_cnt;
+	uint32_t imm_be; /* as carried in the WQE */
+	uint32_t srqn;	 /* responder: the SRQ the receive WQE came from, or 0 */
+};
+
 /* What executing an operation gave. */
 enum kinet_exec_status {
 	KINET_EXEC_DONE = 0, /* complete at the target */

@@ -15,7 +15,7 @@
  * local transport.  After
  * an error answer the channel discards what follows: the requester QP is
  * in the error state and flushes it.  A target QP in the error state
- * answers nothing.  An RP_FLAG_IPC request (node_ipc.c) carries no data:
+ * answers nothing.  An RP_FLAG_IPC request (cuda_ipc.c) carries no data:
  * after the same checks, the data moves between this context's memory and
  * the requester's GPU buffer, mapped here through CUDA IPC, in one copy.
  *
@@ -56,8 +56,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/responder.h"
 #include "remote.h"
-#include "responder.h"
 
 /* H_BUSY: the peer is not reading its answers (or a read is half
  * answered); retried when the carrier took them. */
@@ -66,88 +66,6 @@ enum { H_DONE, H_RNR, H_NOT_READY, H_BUSY };
 static struct kinet_engine_thread *thread0(struct rp_state *rs)
 {
 	return &kinet_sctx(rs->ctx)->engine->threads[0];
-}
-
-/* A copy of m charged to q, or NULL (*why says why: over the bounds, or
- * out of memory). */
-static struct rp_held *hold(struct rp_state *rs, struct rp_outq *q, const struct rp_msg *m,
-			    const uint8_t *payload, enum rp_drop *why)
-{
-	size_t len = sizeof(struct rp_held) + m->frag_len;
-	struct rp_held *h;
-
-	if (q->held_bytes + len > RP_HOLD_PEER_MAX || rs->held_bytes + len > RP_HOLD_TOTAL_MAX) {
-		*why = RP_DROP_LIMIT;
-		return NULL;
-	}
-	if (!(h = malloc(len))) {
-		*why = RP_DROP_NOMEM;
-		return NULL;
-	}
-	h->next = NULL;
-	h->owner = q;
-	h->since_ns = kinet_now_ns();
-	h->len = len;
-	h->msg = *m;
-	if (m->frag_len)
-		memcpy(h + 1, payload, m->frag_len);
-	q->held_bytes += len;
-	rs->held_bytes += len;
-	return h;
-}
-
-static void held_free(struct rp_state *rs, struct rp_held *h)
-{
-	h->owner->held_bytes -= h->len;
-	rs->held_bytes -= h->len;
-	free(h);
-}
-
-static struct rp_outq *outq_of(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer)
-{
-	struct rp_outq *q;
-
-	for (q = rs->outqs; q; q = q->next)
-		if (q->peer == peer && q->car == car)
-			return q;
-	q = calloc(1, sizeof(*q));
-	if (q) {
-		q->car = car;
-		q->peer = peer;
-		q->next = rs->outqs;
-		rs->outqs = q;
-	}
-	return q;
-}
-
-/* A peer that is gone gets nothing. */
-void rp_send_queued(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
-		    const struct rp_msg *m, const void *data, uint32_t n)
-{
-	struct rp_outq *q = outq_of(rs, car, peer);
-	struct iovec iov[2] = {{(void *)m, sizeof(*m)}, {(void *)data, n}};
-	struct rp_msg copy = *m;
-	enum rp_drop why;
-	int rc = -EAGAIN;
-
-	if (!q || !q->head)
-		rc = car->ops->send(car->c, peer, iov, n ? 2 : 1);
-	if (rc != -EAGAIN || !q)
-		return;
-	copy.frag_len = n;
-	struct rp_held *h = hold(rs, q, &copy, data, &why);
-	if (!h) {
-		/* A peer this far behind is not reading: it loses answers
-		 * (and its operations time out), we lose no memory. */
-		rp_drop(rs, why, m);
-		return;
-	}
-	q->out_bytes += h->len;
-	if (q->tail)
-		q->tail->next = h;
-	else
-		q->head = h;
-	q->tail = h;
 }
 
 /* Sends the response to req, or queues it behind earlier ones. */
@@ -464,7 +382,7 @@ static struct kinet_qp *target_of(struct rp_state *rs, const struct rp_msg *m)
 	return p->qp;
 }
 
-/* q: the answers' queue of ch's peer (outq_of(ch->car, ch->peer)). */
+/* q: the answers' queue of ch's peer (rp_outq_of(ch->car, ch->peer)). */
 static int handle(struct rp_state *rs, struct rp_chan *ch, struct rp_outq *q, const struct rp_msg *m,
 		  const uint8_t *payload)
 {
@@ -569,7 +487,7 @@ static void chan_fail(struct rp_state *rs, struct rp_chan *ch, const struct rp_m
 		struct rp_held *h = ch->head;
 
 		ch->head = h->next;
-		held_free(rs, h);
+		rp_held_free(rs, h);
 	}
 	ch->tail = NULL;
 }
@@ -593,7 +511,7 @@ void rp_on_request(struct rp_state *rs, struct rp_carrier *car, struct kinet_car
 		rp_drop(rs, (enum rp_drop)r, m);
 		return;
 	}
-	if (!(q = outq_of(rs, car, peer))) {
+	if (!(q = rp_outq_of(rs, car, peer))) {
 		rp_drop(rs, RP_DROP_NOMEM, m);
 		return;
 	}
@@ -607,7 +525,7 @@ void rp_on_request(struct rp_state *rs, struct rp_carrier *car, struct kinet_car
 		kept.timeout_ms = timeout_ms;
 	if (kept.rnr_timeout_ms > rnr_ms)
 		kept.rnr_timeout_ms = rnr_ms;
-	struct rp_held *h = hold(rs, q, &kept, payload, &why);
+	struct rp_held *h = rp_hold(rs, q, &kept, payload, &why);
 	if (!h) {
 		rp_drop(rs, why, m);
 		/* A channel that lost a request must not go on with the next
@@ -627,7 +545,7 @@ void rp_on_request(struct rp_state *rs, struct rp_carrier *car, struct kinet_car
 /* Retries the requests held in ch; returns how many were handled. */
 static int chan_progress(struct rp_state *rs, struct rp_chan *ch)
 {
-	struct rp_outq *q = outq_of(rs, ch->car, ch->peer);
+	struct rp_outq *q = rp_outq_of(rs, ch->car, ch->peer);
 	struct rp_held *h;
 	int n = 0;
 
@@ -663,7 +581,7 @@ static int chan_progress(struct rp_state *rs, struct rp_chan *ch)
 		ch->head = h->next;
 		if (!ch->head)
 			ch->tail = NULL;
-		held_free(rs, h);
+		rp_held_free(rs, h);
 		n++;
 	}
 	return n;
@@ -684,7 +602,7 @@ static int outq_progress(struct rp_state *rs, struct rp_outq *q)
 		if (!q->head)
 			q->tail = NULL;
 		q->out_bytes -= h->len;
-		held_free(rs, h);
+		rp_held_free(rs, h);
 		n++;
 	}
 	return n;
@@ -722,7 +640,7 @@ static void free_list(struct rp_state *rs, struct rp_held *h)
 	while (h) {
 		struct rp_held *n = h->next;
 
-		held_free(rs, h);
+		rp_held_free(rs, h);
 		h = n;
 	}
 }
@@ -764,8 +682,9 @@ void rp_target_free(struct rp_state *rs)
 
 /* A requester waiting on us checks that we are alive. */
 void rp_on_ping(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
-		const struct rp_msg *m)
+		const struct rp_msg *m, const uint8_t *payload)
 {
+	(void)payload;
 	uint32_t timeout_ms, rnr_ms;
 
 	if (!car || !peer)

@@ -121,6 +121,14 @@ void kinet_pending_drop_all(struct kinet_engine_thread *thread, struct kinet_qp 
 int kinet_engine_thread_cuda_init(struct kinet_engine_thread *thread);
 void kinet_engine_thread_cuda_fini(struct kinet_engine_thread *thread);
 
+/* cqe_writer.c */
+/* Writes one CQE with the right owner bit.  When the CQ has room for only
+ * the reserved last entry, that entry reports the overrun instead
+ * (LOCAL_QP_OP_ERR, vendor KINET_VENDOR_SYND_CQ_OVERRUN) and the CQ is
+ * marked overrun; later CQEs are dropped.  Returns 0, -EAGAIN when
+ * `may_wait` and the CQ is full (nothing written), -EOVERFLOW on overrun. */
+int kinet_cq_write(struct kinet_cq *cq, const struct kinet_cqe_desc *desc, bool may_wait);
+
 /* execute.c: writes a CQE and handles overrun (QP to error). */
 void kinet_engine_complete(struct kinet_qp *qp, struct kinet_cq *cq, const struct kinet_cqe_desc *desc);
 void kinet_engine_qp_fail(struct kinet_qp *qp, uint8_t syndrome, uint8_t vendor, uint8_t wqe_opcode,

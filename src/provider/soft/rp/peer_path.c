@@ -37,7 +37,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 #include "remote.h"
 
 #define PEER_CHECK_NS (20ull * 1000000ull)
@@ -146,8 +146,9 @@ void rp_peer_on_window(struct rp_state *rs, struct rp_carrier *car, struct kinet
 }
 
 void rp_peer_on_revoke(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
-		       const struct rp_msg *m)
+		       const struct rp_msg *m, const uint8_t *payload)
 {
+	(void)payload;
 	struct rp_qp *p = initiator_of(rs, m);
 
 	if (p)
@@ -232,8 +233,9 @@ static void send_revoke(struct rp_state *rs, struct rp_peer_sub *s, uint32_t key
 }
 
 void rp_peer_on_hello(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
-		      const struct rp_msg *m)
+		      const struct rp_msg *m, const uint8_t *payload)
 {
+	(void)payload;
 	struct kinet_ctx *ctx = rs->ctx;
 	struct rp_qp *conn = rp_find_qp(rs, m->dst_qpn);
 	struct kinet_qp *tq = NULL;
@@ -290,8 +292,12 @@ void rp_peer_on_hello(struct rp_state *rs, struct rp_carrier *car, struct kinet_
 	rp_send_queued(rs, car, peer, &end, NULL, 0);
 }
 
-void rp_peer_on_ack(struct rp_state *rs, const struct rp_msg *m)
+void rp_peer_on_ack(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
+		    const struct rp_msg *m, const uint8_t *payload)
 {
+	(void)car;
+	(void)peer;
+	(void)payload;
 	for (struct rp_peer_sub *s = rs->peer_subs; s; s = s->next)
 		if (s->node == m->src_node && s->qpn == m->src_qpn && m->seq > s->acked && m->seq <= s->sent)
 			s->acked = m->seq;

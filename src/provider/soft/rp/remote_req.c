@@ -19,14 +19,14 @@
  *
  * Over the node carrier, an operation on one SGE of GPU memory goes as one
  * RP_FLAG_IPC request once the target said it can open that allocation's
- * CUDA IPC handle (node_ipc.c): no fragments, no staging; the target moves
+ * CUDA IPC handle (cuda_ipc.c): no fragments, no staging; the target moves
  * the data (and places read data) itself.
  */
 #include <errno.h>
 #include <string.h>
 
+#include "engine/responder.h"
 #include "remote.h"
-#include "responder.h"
 
 static struct rp_slot *slot_of(struct rp_qp *p, uint64_t seq)
 {
@@ -341,16 +341,23 @@ static uint8_t scatter(struct rp_state *rs, struct rp_slot *s, uint32_t off, con
 	return it.left ? KINET_SYND_LOCAL_LENGTH_ERR : 0;
 }
 
-void rp_on_pong(struct rp_state *rs, const struct rp_msg *m)
+void rp_on_pong(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
+		const struct rp_msg *m, const uint8_t *payload)
 {
+	(void)car;
+	(void)peer;
+	(void)payload;
 	struct rp_qp *p = rp_find_qp(rs, m->dst_qpn);
 
 	if (p && rp_from_peer(p, m))
 		p->last_heard_ns = kinet_now_ns();
 }
 
-void rp_on_response(struct rp_state *rs, const struct rp_msg *m, const uint8_t *payload)
+void rp_on_response(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
+		    const struct rp_msg *m, const uint8_t *payload)
 {
+	(void)car;
+	(void)peer;
 	struct rp_qp *p = rp_find_qp(rs, m->dst_qpn);
 	struct rp_slot *s;
 

@@ -11,13 +11,13 @@
  * All state is under rp_state.lock; lock order: the context's MR table read
  * lock, then rp_state.lock, then the carrier's own locks.
  * Over the node carrier, GPU memory of the requester is reached by the
- * target through CUDA IPC instead of being staged (node_ipc.c).
+ * target through CUDA IPC instead of being staged (cuda_ipc.c).
  */
 #ifndef KINET_REMOTE_H
 #define KINET_REMOTE_H
 
-#include "carrier.h"
-#include "sgl.h"
+#include "carrier/carrier.h"
+#include "engine/sgl.h"
 #include "transport.h"
 
 #define RP_MAGIC 0x50524e4bu /* "KNRP" read as little-endian */
@@ -39,13 +39,13 @@
 #define RP_OUT_BUSY (1u << 20)
 
 /* RP_IPC_PROBE/RP_IPC_ACK: can the target open the requester's CUDA IPC
- * handle (node_ipc.c)?  Outside the order of requests. */
+ * handle (cuda_ipc.c)?  Outside the order of requests. */
 /* RP_PING/RP_PONG: header only.  While an operation waits at the target
  * (for a receive, say) the requester pings now and then and the target
  * answers; a target silent for the QP's timeout is taken for dead, as an
  * RC requester whose retries go unanswered.  Carriers that cannot tell a
  * dead peer otherwise (ofi) rely on it. */
-/* RP_PEER_*: the peer path across processes (node_peer.c).  HELLO asks a
+/* RP_PEER_*: the peer path across processes (peer_path.c).  HELLO asks a
  * target QP's context for its windows; WINDOW gives one (header only with
  * RP_FLAG_LAST: the first table is complete, syndrome != 0: refused);
  * REVOKE withdraws one (rkey) or all (rkey 0); every WINDOW and REVOKE
@@ -201,7 +201,7 @@ struct rp_qp {
 	struct rp_slot slots[RP_WINDOW];
 	uint8_t stage[RP_FRAG];	 /* GPU data on its way out */
 	struct rp_ipc_peer *ipc; /* allocations probed at the target */
-	bool peer_windows;	 /* the target gave windows (node_peer.c) */
+	bool peer_windows;	 /* the target gave windows (peer_path.c) */
 	uint64_t peer_checked_ns;
 	uint64_t peer_token; /* the target context's (rp_msg.token) */
 	struct rp_qp *next;
@@ -296,13 +296,8 @@ struct rp_state {
 	uint8_t stage[RP_FRAG]; /* target: GPU data on its way out */
 };
 
-/* remote.c */
-struct rp_state *rp_state_get(struct kinet_ctx *ctx);
-/* The carrier of that kind, opened on first use (rs->lock held); NULL when
- * it cannot be opened.  asked: something needs it (a connect, a forced
- * $KINET_TRANSPORT), so failing is an error; else it opens on a guess and
- * its failures are logged at info level. */
-struct rp_carrier *rp_carrier_get(struct rp_state *rs, enum rp_kind kind, bool asked);
+/* msg.c: the bottom of the protocol's files, which they all use and which
+ * uses none of them. */
 struct rp_qp *rp_find_qp(struct rp_state *rs, uint32_t qpn);
 /* Whether m comes from the QP p is connected to (its QPN and context). */
 static inline bool rp_from_peer(const struct rp_qp *p, const struct rp_msg *m)
@@ -324,40 +319,58 @@ void rp_msg_init(struct rp_msg *m, const struct rp_state *rs, uint8_t type, uint
  * token, under rs->lock; -ENOENT when the context has no remote state. */
 int kinet_remote_stats(struct kinet_ctx *ctx, uint64_t drops[RP_DROP_REASONS], uint64_t *token,
 		       size_t *held_bytes);
+/* A copy of m (and its m->frag_len bytes of payload) charged to q, or NULL
+ * with *why (over the bounds, out of memory). */
+struct rp_held *rp_hold(struct rp_state *rs, struct rp_outq *q, const struct rp_msg *m,
+			const uint8_t *payload, enum rp_drop *why);
+void rp_held_free(struct rp_state *rs, struct rp_held *h);
+/* The answers' queue of a peer endpoint, made on first use; NULL when out
+ * of memory. */
+struct rp_outq *rp_outq_of(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer);
+/* Sends a message (header + n bytes of data), or queues it behind earlier
+ * ones the carrier had no room for. */
+void rp_send_queued(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
+		    const struct rp_msg *m, const void *data, uint32_t n);
+
+/* A handler of one kind of message (rs->lock and the MR table read lock
+ * held): car and peer say where m came from, payload holds m->frag_len
+ * bytes.  remote.c calls them through a table indexed by m->type, so the
+ * files that handle messages never call back into the one that receives
+ * them. */
+typedef void rp_handler_fn(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
+			   const struct rp_msg *m, const uint8_t *payload);
+
+/* remote.c: the context's protocol state, its carriers and transports. */
+struct rp_state *rp_state_get(struct kinet_ctx *ctx);
+/* The carrier of that kind, opened on first use (rs->lock held); NULL when
+ * it cannot be opened.  asked: something needs it (a connect, a forced
+ * $KINET_TRANSPORT), so failing is an error; else it opens on a guess and
+ * its failures are logged at info level. */
+struct rp_carrier *rp_carrier_get(struct rp_state *rs, enum rp_kind kind, bool asked);
 
 /* remote_req.c */
 void rp_execute(struct kinet_engine_thread *t, struct kinet_qp *qp, struct kinet_op *op,
 		struct kinet_exec_result *res);
 int rp_op_done(struct kinet_qp *qp, uint64_t token, uint8_t *syndrome);
-void rp_on_response(struct rp_state *rs, const struct rp_msg *m, const uint8_t *payload);
-void rp_on_pong(struct rp_state *rs, const struct rp_msg *m);
+rp_handler_fn rp_on_response, rp_on_pong;
 
 /* remote_tgt.c */
-void rp_on_request(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
-		   const struct rp_msg *m, const uint8_t *payload);
+rp_handler_fn rp_on_request, rp_on_ping;
 int rp_target_progress(struct rp_state *rs);
 /* Sends the answers owed to writes (remote_tgt.c, "Acknowledgements"). */
 void rp_target_flush_acks(struct rp_state *rs);
-void rp_on_ping(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
-		const struct rp_msg *m);
 void rp_target_free(struct rp_state *rs);
 /* Forgets the channels addressing QP qpn of this context, which is being
  * destroyed (rs->lock held): a context that outlives many peers' QPs does
  * not keep state for each of them. */
 void rp_target_qp_gone(struct rp_state *rs, uint32_t qpn);
-/* Sends a message of the target side (header + n bytes of data), or
- * queues it behind earlier ones the carrier had no room for. */
-void rp_send_queued(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
-		    const struct rp_msg *m, const void *data, uint32_t n);
 
-/* node_ipc.c: GPU memory of the requester reached by the target through
+/* cuda_ipc.c: GPU memory of the requester reached by the target through
  * CUDA IPC (node carrier only); everything else is staged. */
 /* Requester (rs->lock and the MR table read lock held): true when op goes
  * as an RP_FLAG_IPC request, *ipc filled.  May send a probe. */
 bool rp_ipc_prepare(struct rp_state *rs, struct rp_qp *p, const struct kinet_op *op, struct rp_ipc *ipc);
-void rp_ipc_on_probe(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
-		     const struct rp_msg *m, const uint8_t *payload);
-void rp_ipc_on_ack(struct rp_state *rs, const struct rp_msg *m, const uint8_t *payload);
+rp_handler_fn rp_ipc_on_probe, rp_ipc_on_ack;
 /* Target: the requester's buffer of an RP_FLAG_IPC request (m->length
  * bytes) in this process, or NULL when it cannot be reached. */
 uint8_t *rp_ipc_source(struct rp_state *rs, const struct rp_carrier *car, const struct rp_msg *m,
@@ -369,22 +382,16 @@ bool rp_ipc_export(struct kinet_mr *mr);
 /* This process's mapping of another process's allocation (opened once per
  * context, closed at context close), or NULL when it cannot be opened. */
 struct rp_ipc_map *rp_ipc_map_get(struct rp_state *rs, uint64_t src_node, const struct rp_ipc *ipc);
+/* Closes the mappings (context close, engine stopped). */
+void rp_ipc_close(struct rp_state *rs);
 
-/* node_peer.c: the peer path's windows across processes (rs->lock held
+/* peer_path.c: the peer path's windows across processes (rs->lock held
  * in the handlers, MR table read lock too). */
 int rp_peer_hello(struct kinet_qp *qp);
-void rp_peer_on_hello(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
-		      const struct rp_msg *m);
-void rp_peer_on_window(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
-		       const struct rp_msg *m, const uint8_t *payload);
-void rp_peer_on_revoke(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
-		       const struct rp_msg *m);
-void rp_peer_on_ack(struct rp_state *rs, const struct rp_msg *m);
+rp_handler_fn rp_peer_on_hello, rp_peer_on_window, rp_peer_on_revoke, rp_peer_on_ack;
 /* Initiator: windows of a target whose process died are revoked. */
 void rp_peer_progress(struct rp_state *rs);
 void rp_peer_free(struct rp_state *rs);
-/* Closes the mappings (context close, engine stopped). */
-void rp_ipc_close(struct rp_state *rs);
 
 /* Hooks for core (qp.c, ctx.c). */
 extern const struct kinet_transport_ops kinet_transport_node;
@@ -397,7 +404,7 @@ const struct kinet_transport_ops *kinet_remote_choose(struct kinet_ctx *ctx,
 						      const struct kinet_qp_info *remote);
 /* Closes the carriers (after the engine stopped and the QPs are gone). */
 void kinet_remote_close(struct kinet_ctx *ctx);
-/* Peer path across processes (node_peer.c), for peer.c: a region of ctx
+/* Peer path across processes (peer_path.c), for peer.c: a region of ctx
  * registered (add) or being deregistered is given to / withdrawn from
  * every initiator holding ctx's windows; a target QP destroyed (qp) or the
  * context closing (qp NULL) withdraws all of them.  Each waits until every

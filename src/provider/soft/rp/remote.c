@@ -34,7 +34,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 #include "front.h"
 #include "remote.h"
 
@@ -92,74 +92,22 @@ static uint64_t get64(const uint8_t *p)
 	return v;
 }
 
-static const char *const drop_why[RP_DROP_REASONS] = {
-	[RP_DROP_GARBLED] = "garbled or of another protocol version",
-	[RP_DROP_TOKEN] = "wrong token: not from a member of this job",
-	[RP_DROP_NO_QP] = "for a QP that does not exist here",
-	[RP_DROP_SENDER] = "from a QP its target is not connected to",
-	[RP_DROP_LIMIT] = "over the bound on what is held for other processes",
-	[RP_DROP_EXPIRED] = "held past the target's timeout",
-	[RP_DROP_NOMEM] = "out of memory",
+/* Who handles each kind of message.  A table rather than calls from here
+ * into each part, so that the parts (remote_req.c, remote_tgt.c,
+ * cuda_ipc.c, peer_path.c) depend only on msg.c below them and never on
+ * this file, which receives for all of them. */
+static rp_handler_fn *const handlers[] = {
+	[RP_REQ] = rp_on_request,
+	[RP_RESP] = rp_on_response,
+	[RP_IPC_PROBE] = rp_ipc_on_probe,
+	[RP_IPC_ACK] = rp_ipc_on_ack,
+	[RP_PING] = rp_on_ping,
+	[RP_PONG] = rp_on_pong,
+	[RP_PEER_HELLO] = rp_peer_on_hello,
+	[RP_PEER_WINDOW] = rp_peer_on_window,
+	[RP_PEER_REVOKE] = rp_peer_on_revoke,
+	[RP_PEER_ACK] = rp_peer_on_ack,
 };
-
-void rp_drop(struct rp_state *rs, enum rp_drop why, const struct rp_msg *m)
-{
-	uint64_t n = ++rs->drops[why];
-
-	if (n & (n - 1))
-		return;
-	if (m)
-		KINET_WARN("remote: dropped a message (type %u, QP %u -> %u, operation %llu): %s; "
-			   "%llu dropped so far for this reason",
-			   m->type, m->src_qpn, m->dst_qpn, (unsigned long long)m->seq, drop_why[why],
-			   (unsigned long long)n);
-	else
-		KINET_WARN("remote: dropped a message: %s; %llu dropped so far for this reason",
-			   drop_why[why], (unsigned long long)n);
-}
-
-void rp_msg_init(struct rp_msg *m, const struct rp_state *rs, uint8_t type, uint32_t src_qpn,
-		 uint32_t dst_qpn, uint64_t token)
-{
-	memset(m, 0, sizeof(*m));
-	m->magic = RP_MAGIC;
-	m->version = RP_VERSION;
-	m->type = type;
-	m->src_qpn = src_qpn;
-	m->dst_qpn = dst_qpn;
-	m->src_node = rs->ctx->node_id;
-	m->token = token;
-	m->src_token = rs->token;
-}
-
-void rp_msg_reply(struct rp_msg *r, const struct rp_state *rs, const struct rp_msg *req, uint8_t type)
-{
-	*r = *req;
-	r->type = type;
-	r->src_qpn = req->dst_qpn;
-	r->dst_qpn = req->src_qpn;
-	r->src_node = rs->ctx->node_id;
-	r->token = req->src_token;
-	r->src_token = rs->token;
-}
-
-int kinet_remote_stats(struct kinet_ctx *ctx, uint64_t drops[RP_DROP_REASONS], uint64_t *token,
-		       size_t *held_bytes)
-{
-	struct rp_state *rs = kinet_sctx(ctx)->remote;
-
-	if (!rs)
-		return -ENOENT;
-	pthread_mutex_lock(&rs->lock);
-	if (drops)
-		memcpy(drops, rs->drops, sizeof(rs->drops));
-	if (token)
-		*token = rs->token;
-	if (held_bytes)
-		*held_bytes = rs->held_bytes;
-	pthread_mutex_unlock(&rs->lock);
-	return 0;
-}
 
 static void deliver(struct kinet_carrier *c, struct kinet_carrier_peer *peer, const void *msg, size_t len,
 		    void *arg)
@@ -186,28 +134,11 @@ static void deliver(struct kinet_carrier *c, struct kinet_carrier_peer *peer, co
 	for (int k = 0; k < RP_NKINDS; k++)
 		if (rs->car[k].c == c)
 			car = &rs->car[k];
-	if (m.type == RP_REQ)
-		rp_on_request(rs, car, peer, &m, (const uint8_t *)msg + sizeof(m));
-	else if (m.type == RP_RESP)
-		rp_on_response(rs, &m, (const uint8_t *)msg + sizeof(m));
-	else if (m.type == RP_IPC_PROBE)
-		rp_ipc_on_probe(rs, car, peer, &m, (const uint8_t *)msg + sizeof(m));
-	else if (m.type == RP_IPC_ACK)
-		rp_ipc_on_ack(rs, &m, (const uint8_t *)msg + sizeof(m));
-	else if (m.type == RP_PING)
-		rp_on_ping(rs, car, peer, &m);
-	else if (m.type == RP_PONG)
-		rp_on_pong(rs, &m);
-	else if (m.type == RP_PEER_HELLO)
-		rp_peer_on_hello(rs, car, peer, &m);
-	else if (m.type == RP_PEER_WINDOW)
-		rp_peer_on_window(rs, car, peer, &m, (const uint8_t *)msg + sizeof(m));
-	else if (m.type == RP_PEER_REVOKE)
-		rp_peer_on_revoke(rs, car, peer, &m);
-	else if (m.type == RP_PEER_ACK)
-		rp_peer_on_ack(rs, &m);
-	else
+	if (m.type >= sizeof(handlers) / sizeof(handlers[0]) || !handlers[m.type]) {
 		KINET_WARN("remote: dropping a message of unknown type %u", m.type);
+		return;
+	}
+	handlers[m.type](rs, car, peer, &m, (const uint8_t *)msg + sizeof(m));
 }
 
 static int remote_progress(struct kinet_ctx *ctx)
@@ -294,14 +225,6 @@ struct rp_carrier *rp_carrier_get(struct rp_state *rs, enum rp_kind kind, bool a
 			  kinet_strerror(car->rc));
 	}
 	return car->c ? car : NULL;
-}
-
-struct rp_qp *rp_find_qp(struct rp_state *rs, uint32_t qpn)
-{
-	for (struct rp_qp *p = rs->qps; p; p = p->next)
-		if (p->qp->qpn == qpn)
-			return p;
-	return NULL;
 }
 
 static const char *transport_mode(void)

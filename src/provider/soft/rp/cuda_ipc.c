@@ -43,7 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 #include "remote.h"
 
 _Static_assert(sizeof(((struct kinet_soft_mr *)0)->ipc_handle) == RP_IPC_HANDLE_BYTES, "IPC handle size");
@@ -270,8 +270,11 @@ bool rp_ipc_prepare(struct rp_state *rs, struct rp_qp *p, const struct kinet_op 
 	return true;
 }
 
-void rp_ipc_on_ack(struct rp_state *rs, const struct rp_msg *m, const uint8_t *payload)
+void rp_ipc_on_ack(struct rp_state *rs, struct rp_carrier *car, struct kinet_carrier_peer *peer,
+		   const struct rp_msg *m, const uint8_t *payload)
 {
+	(void)car;
+	(void)peer;
 	struct rp_qp *p = rp_find_qp(rs, m->dst_qpn);
 
 	if (!p || !rp_from_peer(p, m) || m->frag_len != sizeof(struct rp_ipc)) {
