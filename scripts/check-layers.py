@@ -3,6 +3,10 @@
 build directory, their call graph from the library's object files) has no
 cycle, and core (src/core) includes or calls nothing of a provider
 (src/provider/*): it reaches providers only through src/core/provider.h.
+Each outer layer sees core through one header: src/provider/* and
+src/boot include only src/core/driver.h of core (besides include/kinet/),
+src/verbs only src/core/front.h; given the objects, driver.h must declare
+exactly the non-public core functions providers and boot call.
 
 A folder with rooms (src/provider/soft: engine/, rp/, carrier/) keeps its
 shared headers at its top (soft.h, transport.h), which every room
@@ -111,6 +115,13 @@ def is_provider(fo):
     return fo.startswith("src/provider/")
 
 
+# The one core header each outer layer includes (besides include/kinet/):
+# providers and boot see core through driver.h, the verbs front door
+# through front.h; the rest of core (internal.h and what it gathers) is
+# core's own.
+CORE_DOORS = (("src/provider", "driver.h"), ("src/boot", "driver.h"), ("src/verbs", "front.h"))
+
+
 bad = 0
 inc_edges = {}
 file_edges = {}  # file -> files it includes or calls (paths relative to root)
@@ -125,6 +136,12 @@ for f in files:
             inc_edges.setdefault(a, set()).add(b)
             if is_core(a) and is_provider(b):
                 print(f"core includes a provider's file: {os.path.relpath(f, root)} -> {os.path.relpath(p, root)}")
+                bad += 1
+            # What each outer layer may see of core: one header each.
+            allowed = next((h for pre, h in CORE_DOORS if a == pre or a.startswith(pre + "/")), None)
+            if allowed and is_core(b) and os.path.basename(p) != allowed:
+                print(f"{a} may include only {allowed} of core: {os.path.relpath(f, root)} includes "
+                      f"{os.path.relpath(p, root)}")
                 bad += 1
 
 # The library's sources compile once, into the object library
@@ -165,6 +182,29 @@ if args.objects:
                 if is_core(fo) and is_provider(to):
                     print(f"core calls into a provider: {fo} uses {s} of {to}")
                     bad += 1
+
+    # The public API (include/kinet/*.h) is open to every layer.
+    exported = set()
+    for d, _, names in os.walk(os.path.join(root, "include")):
+        for n in names:
+            if n.endswith(".h"):
+                exported |= set(re.findall(r"\b(kinet_\w+)\s*\(", open(os.path.join(d, n), errors="replace").read()))
+    # driver.h declares exactly what providers and boot take from core.
+    driver = os.path.join(src, "core", "driver.h")
+    if os.path.isfile(driver):
+        text = re.sub(r"/\*.*?\*/", "", open(driver).read(), flags=re.S)
+        declared = set(re.findall(r"\b(kinet_\w+)\s*\(", text))
+        needed = set()
+        for fo, syms in used.items():
+            if is_provider(fo) or fo == "src/boot" or fo.startswith("src/boot/"):
+                needed |= {s for s in syms if defined.get(s) == "src/core" and s not in exported}
+        for s in sorted(needed - declared):
+            print(f"driver.h does not declare {s}, which a provider or boot calls")
+            bad += 1
+        for s in sorted(declared - needed - exported):
+            if s in defined:
+                print(f"driver.h declares {s}, which no provider or boot calls")
+                bad += 1
 
     for fi, syms in used_by_file.items():
         for sym in syms:

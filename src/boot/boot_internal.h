@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "internal.h"
+#include "driver.h"
 #include "kinet/boot.h"
 
 #define BOOT_VERSION 1u

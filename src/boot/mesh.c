@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "driver.h"
 #include "kinet/mesh.h"
 
 struct mesh_qp {

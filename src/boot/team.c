@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "driver.h"
 #include "kinet/device/coll/types.h"
 #include "kinet/team.h"
 

@@ -6,8 +6,7 @@
  */
 #include <errno.h>
 
-#include "internal.h"
-#include "provider.h"
+#include "driver.h"
 
 #define WHY                                                                                                  \
 	"this kinet was built without rdma-core's headers (infiniband/verbs.h, infiniband/mlx5dv.h): "       \

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "internal.h"
+#include "driver.h"
 #include "mlx5_attr.h"
 #include "mlx5_dl.h"
 

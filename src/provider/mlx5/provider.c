@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "mlx5.h"
-#include "provider.h"
 
 static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
 static char probe_why[512];

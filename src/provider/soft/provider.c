@@ -6,7 +6,6 @@
 #include <errno.h>
 
 #include "engine/engine.h"
-#include "provider.h"
 #include "rp/remote.h"
 #include "soft.h"
 

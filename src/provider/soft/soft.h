@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "internal.h"
+#include "driver.h"
 
 struct kinet_engine;
 struct kinet_engine_thread;

@@ -3,7 +3,9 @@
 # fails on a cross-layer call: a tree of two files is compiled where core
 # calls into a provider (must fail, naming the call), then where the
 # provider calls core (must pass), then an object directory with no
-# library objects (must fail: an empty call graph proves nothing).
+# library objects (must fail: an empty call graph proves nothing); and the
+# include rule: a provider including core's internal.h instead of driver.h
+# must fail, naming the file, while driver.h passes.
 #   layers_check.sh PYTHON CHECK_LAYERS_PY CC
 set -u
 PY=$1
@@ -49,4 +51,17 @@ expect "a provider calling core passes" 0 "call graph: 1 folder edges, no cycle"
 rm -f "$tmp/root/build/src/CMakeFiles/kinet_objects.dir/core/"*.o \
 	"$tmp/root/build/src/CMakeFiles/kinet_objects.dir/provider/fake/"*.o
 expect "no objects is not a pass" 1 "cannot be checked"
+# The include rule: providers see core only through driver.h, which
+# declares exactly the core functions they call.
+make_tree 'int kinet_core_fn(void) { return 2; }' \
+	'int kinet_core_fn(void); int fake_provider_fn(void) { return kinet_core_fn(); }' || exit 1
+printf '/* core only */\n' >"$tmp/root/src/core/internal.h"
+printf 'int kinet_core_fn(void);\n' >"$tmp/root/src/core/driver.h"
+printf '#include "driver.h"\n' >"$tmp/root/src/provider/fake/fake.h"
+expect "a provider including driver.h passes" 0 "include graph: 1 folder edges, no cycle"
+printf '#include "internal.h"\n' >"$tmp/root/src/provider/fake/fake.h"
+expect "a provider including internal.h fails" 1 "src/provider/fake may include only driver.h of core: src/provider/fake/fake.h includes src/core/internal.h"
+printf '#include "driver.h"\n' >"$tmp/root/src/provider/fake/fake.h"
+printf '/* nothing */\n' >"$tmp/root/src/core/driver.h"
+expect "a core function a provider calls missing from driver.h fails" 1 "driver.h does not declare kinet_core_fn"
 exit $fail

@@ -24,7 +24,6 @@
 
 #ifdef KINET_HAVE_OFI
 
-#include "fabric_guard.h"
 #include "ofi_bundle.h"
 #include "ofi_internal.h"
 

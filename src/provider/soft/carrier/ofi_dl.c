@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "carrier.h"
-#include "fabric_guard.h"
 #include "ofi_dl.h"
 
 #define LIBFABRIC "libfabric.so.1"

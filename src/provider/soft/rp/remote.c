@@ -35,7 +35,6 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
-#include "front.h"
 #include "remote.h"
 
 #define INFO_NODE_OFF 8
