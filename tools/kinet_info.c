@@ -10,6 +10,7 @@
 #include <kinet/wire.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,11 +31,13 @@ static void show_provider(const char *name)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: kinet-info [--help | --version | --provider NAME]\n"
+	fprintf(f, "usage: kinet-info [--help | --version | --provider NAME | --env [--markdown]]\n"
 		   "Prints what this kinet build and machine offer: version, providers, CUDA,\n"
 		   "engine settings, ConnectX (mlx5) devices, the environment variables kinet reads\n"
 		   "and the wire struct sizes.  --provider NAME: only what provider NAME finds (exit 1\n"
-		   "when it is not usable here).\n");
+		   "when it is not usable here).  --env: every environment variable kinet reads, its\n"
+		   "value now, default, allowed values and help (exit 1 when one is not allowed);\n"
+		   "--markdown: the same as the README's table.\n");
 }
 
 static void print_line(void *arg, const char *line)
@@ -69,10 +72,36 @@ static int only_provider(const char *name)
 	return 0;
 }
 
-static void show_env(const char *name, const char *unset)
+/* --env: every variable of kinet's table with its value now; 1 when one
+ * is not allowed.  --markdown: the README's table (ctest env_table checks
+ * that the README holds exactly this). */
+static int show_env(bool markdown)
 {
-	const char *v = getenv(name);
-	printf("  %-21s %s\n", name, v ? v : unset);
+	struct kinet_env_info e;
+	int bad = 0;
+
+	if (markdown) {
+		printf("| Variable | Values | Default | What |\n|---|---|---|---|\n");
+		for (unsigned i = 0; !kinet_env_info(i, &e); i++) {
+			/* A bar would end the cell: choices are listed with commas. */
+			printf("| `%s` | ", e.name);
+			for (const char *c = e.allowed; *c; c++)
+				fputs(*c == '|' ? ", " : (char[]){*c, 0}, stdout);
+			printf(" | %s | %s |\n", e.dflt ? e.dflt : "(unset)", e.help);
+		}
+		return 0;
+	}
+	for (unsigned i = 0; !kinet_env_info(i, &e); i++) {
+		printf("  %-26s %-7s %s%s%s\n", e.name, e.scope, e.value ? e.value : "(unset)",
+		       e.value ? "" : ": ", e.value ? "" : (e.dflt ? e.dflt : "not given"));
+		if (e.invalid) {
+			printf("  %-26s         ^ INVALID: %s (%s)\n", "", e.invalid,
+			       e.fallback ? "the default is used" : "kinet_ctx_open fails");
+			bad = 1;
+		}
+		printf("  %-26s         %s; allowed: %s\n", "", e.help, e.allowed);
+	}
+	return bad;
 }
 
 int main(int argc, char **argv)
@@ -85,6 +114,13 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
 			printf("kinet-info %s\n", KINET_VERSION);
 			return 0;
+		}
+		if (!strcmp(argv[1], "--env")) {
+			if (argc > 3 || (argc == 3 && strcmp(argv[2], "--markdown"))) {
+				usage(stderr);
+				return 2;
+			}
+			return show_env(argc == 3);
 		}
 		if (!strcmp(argv[1], "--provider")) {
 			if (argc != 3) {
@@ -123,19 +159,22 @@ int main(int argc, char **argv)
 	printf("mlx5 (ConnectX):\n");
 	show_description("mlx5", "  ");
 
-	const char *threads = getenv("KINET_ENGINE_THREADS");
-	printf("engine threads: %s\n", threads && *threads ? threads : "1 (default)");
+	/* The variables that are set (kinet-info --env: all of them). */
+	printf("environment (set; kinet-info --env lists every variable):\n");
+	{
+		struct kinet_env_info e;
+		int n = 0;
 
-	printf("environment:\n");
-	show_env("KINET_PROVIDER", "(unset: auto)");
-	show_env("KINET_ENGINE_THREADS", "(unset: 1)");
-	show_env("KINET_LOG", "(unset: warn)");
-	show_env("KINET_P2P", "(unset: auto: device loads/stores between GPUs of this process)");
-	show_env("KINET_TRANSPORT", "(unset: auto)");
-	show_env("KINET_CARRIERS", "(unset: auto: opened in a rank of a job of several)");
-	show_env("KINET_DEVICE", "(unset: the active mlx5 port closest to the GPU)");
-	show_env("KINET_MLX5_GID_INDEX", "(unset: a RoCE v2 GID, IPv4 first)");
-	show_env("KINET_MLX5_MTU", "(unset: the ports' active MTU)");
+		for (unsigned i = 0; !kinet_env_info(i, &e); i++) {
+			if (!e.value)
+				continue;
+			printf("  %-26s %s%s%s\n", e.name, e.value, e.invalid ? "  INVALID: " : "",
+			       e.invalid ? e.invalid : "");
+			n++;
+		}
+		if (!n)
+			printf("  (none: every default)\n");
+	}
 
 	printf("wire structs (bytes):\n");
 	printf("  wqe_ctrl_seg   %zu\n", sizeof(struct kinet_wqe_ctrl_seg));

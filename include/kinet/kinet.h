@@ -126,6 +126,25 @@ enum kinet_log_level {
 };
 KINET_API void kinet_log_set_level(enum kinet_log_level level);
 
+/* The environment variables kinet reads, as its one table declares them
+ * (src/core/env_vars.c), with the value set now: entry index (0, 1, ...)
+ * into *info; 0, or -ENOENT past the last.  The strings stay valid until
+ * the calling thread's next call.  kinet_ctx_open checks every set
+ * KINET_* variable against this table: a bad value fails the open with
+ * -EINVAL and a line naming the variable, unless the entry falls back
+ * (then one warning says what is used instead). */
+struct kinet_env_info {
+	const char *name;
+	const char *allowed; /* "1..64", "auto|soft|mlx5", "0|1", or "text" */
+	const char *dflt;    /* NULL: unset means not given */
+	const char *value;   /* as set, or NULL */
+	const char *invalid; /* why value is not allowed, or NULL */
+	int fallback;	     /* 1: a bad value falls back to dflt; 0: it is an error */
+	const char *scope;   /* core, soft, ofi, mlx5, boot, verbs, tools, scripts */
+	const char *help;
+};
+KINET_API int kinet_env_info(unsigned index, struct kinet_env_info *info);
+
 /* ---- memory ---------------------------------------------------------- */
 
 enum kinet_access {

@@ -67,7 +67,7 @@ void boot_addr_str(const struct sockaddr_in *sa, char *buf, size_t size)
 
 int boot_local_addr(struct in_addr *addr)
 {
-	const char *want = kinet_env_str("KINET_BOOT_ADDR", NULL);
+	const char *want = kinet_env_str("KINET_BOOT_ADDR");
 	struct ifaddrs *ifs, *ifa;
 	struct sockaddr_in sa;
 	int rc;

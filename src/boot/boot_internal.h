@@ -22,7 +22,6 @@
 #define BOOT_HDR_BYTES 16
 #define BOOT_HELLO_BYTES 20 /* magic 8, rank 4, nranks 4, version 4 */
 #define BOOT_ABORT_MAX 256  /* errno 4 + text */
-#define BOOT_DEFAULT_TIMEOUT_MS 30000
 
 enum boot_op {
 	BOOT_OP_HELLO = 1,

@@ -35,8 +35,8 @@ static int parse_int(const char *name, const char *v, int *out)
 int boot_env_rank(int *rank, int *nranks, const char **source)
 {
 	for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++) {
-		const char *r = kinet_env_str(launchers[i].rank, NULL);
-		const char *s = kinet_env_str(launchers[i].size, NULL);
+		const char *r = kinet_env_str(launchers[i].rank);
+		const char *s = kinet_env_str(launchers[i].size);
 
 		if (!r && !s)
 			continue;

@@ -18,6 +18,7 @@
 #include "kinet/kinet.h"
 #include "kinet/wire.h"
 
+#include "env.h"
 #include "log.h"
 
 /* Fields written by different threads go on lines of their own
@@ -90,8 +91,6 @@ void __tsan_release(void *addr);
 #endif
 
 /* ---- env (env.c) ---- */
-long kinet_env_long(const char *name, long dflt);
-const char *kinet_env_str(const char *name, const char *dflt);
 
 /* ---- 16-bit hardware counters ---- */
 /* The 64-bit count whose low 16 bits are v, at or after base (producer

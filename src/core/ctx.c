@@ -170,8 +170,14 @@ int kinet_ctx_open(const struct kinet_ctx_attr *attr, struct kinet_ctx **out)
 	if (attr->cuda_device < -2)
 		return KINET_EINVAL("attr->cuda_device", "must be >= 0, -1 (default) or -2 (host only)");
 
+	/* Every KINET_* variable, once per open, against the table: a bad
+	 * value is refused here, naming it, rather than misleading later. */
+	ret = kinet_env_check();
+	if (ret)
+		return ret;
+
 	/* The provider first: it says how large its context is. */
-	provider = attr->provider ? attr->provider : kinet_env_str("KINET_PROVIDER", "auto");
+	provider = attr->provider ? attr->provider : kinet_env_str("KINET_PROVIDER");
 	ret = choose_provider(provider, &provider_name, &ops);
 	if (ret)
 		return ret;
@@ -207,7 +213,7 @@ int kinet_ctx_open(const struct kinet_ctx_attr *attr, struct kinet_ctx **out)
 		goto err;
 	}
 
-	nthreads = attr->engine_threads ? attr->engine_threads : kinet_env_long("KINET_ENGINE_THREADS", 1);
+	nthreads = attr->engine_threads ? attr->engine_threads : kinet_env_long("KINET_ENGINE_THREADS");
 	if (nthreads < 1)
 		nthreads = 1;
 	if (nthreads > KINET_MAX_ENGINE_THREADS)

@@ -34,8 +34,10 @@
 void kinet_provider_register(struct kinet_provider *prov);
 
 /* Environment, time, memory, logging (base.h, log.h). */
-const char *kinet_env_str(const char *name, const char *dflt);
-long kinet_env_long(const char *name, long dflt);
+const char *kinet_env_str(const char *name);
+long kinet_env_long(const char *name);
+bool kinet_env_is_set(const char *name);
+int kinet_env_valid(const char *name);
 int kinet_attr_read(const char *name, const void *attr, size_t ours, void *out);
 uint64_t kinet_now_ns(void);
 void *kinet_host_alloc(struct kinet_ctx *ctx, size_t size);

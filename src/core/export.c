@@ -130,7 +130,7 @@ static int scratch_register(struct kinet_qp *qp)
  * that a full queue always holds a WQE whose CQE frees room. */
 static uint32_t moderation(const struct kinet_qp *qp)
 {
-	long want = kinet_env_long("KINET_CQ_MODERATION", 16);
+	long want = kinet_env_long("KINET_CQ_MODERATION");
 	uint32_t n = 1;
 
 	while ((long)n * 2 <= want && n * 2 <= qp->sq_bbs / 4)
@@ -155,7 +155,7 @@ static int stage_fill(struct kinet_qp *qp, struct kinet_dev_qp *d)
 	if (!d->stage)
 		return -ENOMEM;
 	d->stage_bytes = bytes;
-	d->stage_key = kinet_env_long("KINET_STAGE_ALL", 0) ? 0 : KINET_KEY_TAG_DEVICE;
+	d->stage_key = kinet_env_long("KINET_STAGE_ALL") ? 0 : KINET_KEY_TAG_DEVICE;
 	return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "env.h"
 #include "kinet/kinet.h"
 
 /* The QPN the context gives its next QP (24 bits, not 0).  Verbs peers find

@@ -13,7 +13,7 @@ static atomic_int joined_nranks;
 
 static int env_count(const char *name)
 {
-	const char *v = kinet_env_str(name, NULL);
+	const char *v = kinet_env_str(name);
 	char *end;
 	long n;
 

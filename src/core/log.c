@@ -20,19 +20,21 @@ static _Thread_local bool log_demoted;
 
 static void log_init(void)
 {
+	/* Through the table's check, but not its getter: that logs, and
+	 * logging is what is being set up. */
 	const char *v = getenv("KINET_LOG");
 	int i;
 
 	if (!v || !*v || atomic_load(&log_level_set))
 		return;
-	for (i = 0; i <= KINET_LOG_DEBUG; i++) {
-		if (!strcasecmp(v, level_names[i]) || (v[0] == '0' + i && !v[1])) {
-			atomic_store(&log_level, i);
-			return;
-		}
-	}
-	fprintf(stderr, "kinet[%d]: warn: KINET_LOG=%s is not one of error, warn, info, debug, 0..3\n",
-		(int)getpid(), v);
+	if (!kinet_env_invalid(kinet_env_var("KINET_LOG"), v))
+		for (i = 0; i <= KINET_LOG_DEBUG; i++)
+			if (!strcasecmp(v, level_names[i]) || (v[0] == '0' + i && !v[1])) {
+				atomic_store(&log_level, i);
+				return;
+			}
+	fprintf(stderr, "kinet[%d]: warn: KINET_LOG=%s: expected one of %s; using warn\n", (int)getpid(), v,
+		kinet_env_var("KINET_LOG")->choices);
 }
 
 void kinet_log_set_level(enum kinet_log_level level)

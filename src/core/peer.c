@@ -72,14 +72,12 @@ static size_t ncontexts, contexts_cap;
 
 static enum p2p_mode p2p_mode(void)
 {
-	const char *v = kinet_env_str("KINET_P2P", "auto");
+	const char *v = kinet_env_str("KINET_P2P"); /* checked by the table */
 
 	if (!strcmp(v, "off") || !strcmp(v, "0"))
 		return P2P_OFF;
 	if (!strcmp(v, "force") || !strcmp(v, "1"))
 		return P2P_FORCE;
-	if (strcmp(v, "auto"))
-		KINET_WARN("KINET_P2P=%s: expected auto, off or force; using auto", v);
 	return P2P_AUTO;
 }
 

@@ -100,7 +100,7 @@ static int qp_check_attr(struct kinet_ctx *ctx, const struct kinet_qp_attr *a)
 /* attr->stage_bytes resolved: 0 (off) or a multiple of 64 up to the max. */
 static uint32_t stage_bytes(const struct kinet_qp_attr *a)
 {
-	long n = a->stage_bytes ? (long)a->stage_bytes : kinet_env_long("KINET_STAGE_BYTES", 256);
+	long n = a->stage_bytes ? (long)a->stage_bytes : kinet_env_long("KINET_STAGE_BYTES");
 
 	if (n <= 0)
 		return 0;

@@ -50,7 +50,7 @@ static void fill_ah(struct kinet_mlx5_ctx *m, const struct kinet_mlx5_peer_info 
 
 	memset(ah, 0, sizeof(*ah));
 	ah->port_num = m->port;
-	ah->sl = (uint8_t)kinet_env_long("KINET_MLX5_SL", 0);
+	ah->sl = (uint8_t)kinet_env_long("KINET_MLX5_SL");
 	ah->dlid = roce ? 0 : r->lid;
 	/* RoCE always carries a GRH; InfiniBand only toward another subnet
 	 * (the GIDs' 64-bit prefixes differ). */
@@ -59,7 +59,7 @@ static void fill_ah(struct kinet_mlx5_ctx *m, const struct kinet_mlx5_peer_info 
 		memcpy(ah->grh.dgid.raw, r->gid, 16);
 		ah->grh.sgid_index = (uint8_t)m->gid_index;
 		ah->grh.hop_limit = ROCE_HOP_LIMIT;
-		ah->grh.traffic_class = (uint8_t)kinet_env_long("KINET_MLX5_TRAFFIC_CLASS", 0);
+		ah->grh.traffic_class = (uint8_t)kinet_env_long("KINET_MLX5_TRAFFIC_CLASS");
 	}
 }
 
@@ -91,11 +91,13 @@ int kinet_mlx5_qp_connect(struct kinet_qp *qp, const struct kinet_qp_info *remot
 	in.rnr_timeout_ms = qp->attr.rnr_timeout_ms;
 	in.local_mtu = m->port_attr.active_mtu;
 	in.remote_mtu = r.mtu;
-	in.mtu_cap = kinet_mlx5_mtu_parse(kinet_env_str("KINET_MLX5_MTU", NULL));
+	in.mtu_cap = kinet_env_valid("KINET_MLX5_MTU")
+			     ? -1
+			     : kinet_mlx5_mtu_parse(kinet_env_str("KINET_MLX5_MTU"));
 	in.max_init_rd_atomic = (uint32_t)m->dev_attr.max_qp_init_rd_atom;
 	in.max_dest_rd_atomic = (uint32_t)m->dev_attr.max_qp_rd_atom;
-	in.timeout_override = (int)kinet_env_long("KINET_MLX5_TIMEOUT", -1);
-	in.retry_override = (int)kinet_env_long("KINET_MLX5_RETRY_CNT", -1);
+	in.timeout_override = (int)kinet_env_long("KINET_MLX5_TIMEOUT");
+	in.retry_override = (int)kinet_env_long("KINET_MLX5_RETRY_CNT");
 	if (in.mtu_cap < 0) {
 		KINET_ERR("mlx5: KINET_MLX5_MTU must be 256, 512, 1024, 2048 or 4096");
 		return -EINVAL;

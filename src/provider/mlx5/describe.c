@@ -198,7 +198,8 @@ int kinet_mlx5_describe(kinet_describe_fn line, void *arg)
 	}
 	say(&o, "checks on %s port %u (the port a context takes here%s), CUDA device %d:",
 	    kinet_mctx(ctx)->device, kinet_mctx(ctx)->port,
-	    getenv("KINET_DEVICE") ? ", from KINET_DEVICE" : ", closest to the GPU", ctx->cuda_device);
+	    kinet_env_is_set("KINET_DEVICE") ? ", from KINET_DEVICE" : ", closest to the GPU",
+	    ctx->cuda_device);
 	check_gpu_memory(&o, kinet_mctx(ctx));
 	check_uar(&o, ctx);
 	kinet_ctx_close(ctx);

@@ -214,7 +214,7 @@ int kinet_mlx5_gid_table(const struct kinet_mlx5_verbs *v, struct ibv_context *c
 static int choose_gid(struct kinet_mlx5_ctx *m, char *why, size_t whylen)
 {
 	struct kinet_mlx5_gid *t = calloc(MAX_GIDS, sizeof(*t));
-	int family = kinet_mlx5_gid_family_parse(kinet_env_str("KINET_MLX5_GID_FAMILY", NULL));
+	int family = kinet_mlx5_gid_family_parse(kinet_env_str("KINET_MLX5_GID_FAMILY"));
 	int n, idx = -1;
 	const char *w = NULL;
 
@@ -228,7 +228,7 @@ static int choose_gid(struct kinet_mlx5_ctx *m, char *why, size_t whylen)
 	n = kinet_mlx5_gid_table(m->v, m->verbs, m->device, m->port, m->port_attr.gid_tbl_len, t, MAX_GIDS);
 	if (n >= 0)
 		idx = kinet_mlx5_gid_choose(t, (size_t)n, m->port_attr.link_layer,
-					    (int)kinet_env_long("KINET_MLX5_GID_INDEX", -1),
+					    (int)kinet_env_long("KINET_MLX5_GID_INDEX"),
 					    (enum kinet_mlx5_gid_family)family, &w);
 	for (int i = 0; idx >= 0 && i < n; i++)
 		if (t[i].index == (uint32_t)idx)
@@ -255,7 +255,7 @@ int kinet_mlx5_device_open(struct kinet_mlx5_ctx *m, int gpu, char *why, size_t 
 	const char *w;
 	int ret, i;
 
-	ret = kinet_mlx5_device_spec_parse(kinet_env_str("KINET_DEVICE", NULL), &spec, &w);
+	ret = kinet_mlx5_device_spec_parse(kinet_env_str("KINET_DEVICE"), &spec, &w);
 	if (ret) {
 		snprintf(why, whylen, "%s", w);
 		return ret;

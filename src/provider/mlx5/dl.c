@@ -10,21 +10,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "driver.h"
 #include "mlx5_dl.h"
-
-#define LIBIBVERBS "libibverbs.so.1"
-#define LIBMLX5 "libmlx5.so.1"
 
 static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kinet_mlx5_verbs table;
 static bool loaded;
 static char why_buf[512];
 
-static void *open_lib(const char *env, const char *dflt, const char **name)
+/* The library $env names, by default (the environment table's) the
+ * system's. */
+static void *open_lib(const char *env, const char **name)
 {
-	const char *v = getenv(env);
-
-	*name = v && *v ? v : dflt;
+	*name = kinet_env_str(env);
 	return dlopen(*name, RTLD_NOW | RTLD_LOCAL);
 }
 
@@ -46,7 +44,7 @@ static int load(const char **why)
 	void *v, *m;
 
 	memset(&t, 0, sizeof(t));
-	v = open_lib("KINET_MLX5_LIBIBVERBS", LIBIBVERBS, &vname);
+	v = open_lib("KINET_MLX5_LIBIBVERBS", &vname);
 	if (!v) {
 		snprintf(why_buf, sizeof(why_buf),
 			 "rdma-core not found: cannot load %s (%s); install rdma-core (libibverbs1 and "
@@ -55,7 +53,7 @@ static int load(const char **why)
 		*why = why_buf;
 		return -ENODEV;
 	}
-	m = open_lib("KINET_MLX5_LIBMLX5", LIBMLX5, &mname);
+	m = open_lib("KINET_MLX5_LIBMLX5", &mname);
 	if (!m) {
 		snprintf(why_buf, sizeof(why_buf),
 			 "rdma-core not found: cannot load %s (%s); install rdma-core's mlx5 provider "

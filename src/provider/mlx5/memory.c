@@ -175,7 +175,7 @@ int kinet_mlx5_mr_reg(struct kinet_mr *mr)
 	unsigned access = kinet_mlx5_access_flags(mr->access);
 	uint64_t iova = kinet_mlx5_mr_iova(mr->addr, mr->access);
 	void *addr = (void *)(uintptr_t)mr->addr;
-	const char *want = kinet_env_str("KINET_MLX5_GPU_MR", "auto");
+	const char *want = kinet_env_str("KINET_MLX5_GPU_MR");
 	char w1[320] = "not tried", w2[320] = "not tried";
 
 	if (mr->type == KINET_MEM_HOST) {

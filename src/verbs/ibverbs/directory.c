@@ -137,28 +137,11 @@ static void *serve(void *arg)
 	return NULL;
 }
 
-static uint16_t port_base(void)
-{
-	const char *s = getenv("KINET_VERBS_PORT_BASE");
-	char *end;
-	long v;
-
-	if (!s || !*s)
-		return KINET_VERBS_PORT_BASE_DEFAULT;
-	v = strtol(s, &end, 10);
-	if (*end || v < 1024 || v > 65535 - KINET_VERBS_SLOTS) {
-		fprintf(stderr, "kinet verbs: KINET_VERBS_PORT_BASE=%s is not a port in 1024..%d; using %d\n",
-			s, 65535 - KINET_VERBS_SLOTS, KINET_VERBS_PORT_BASE_DEFAULT);
-		return KINET_VERBS_PORT_BASE_DEFAULT;
-	}
-	return (uint16_t)v;
-}
-
 int kinet_verbs_directory_start(struct kinet_verbs_context *ctx)
 {
 	int one = 1, ret;
 
-	ctx->dir.port_base = port_base();
+	ctx->dir.port_base = (uint16_t)kinet_env_long("KINET_VERBS_PORT_BASE");
 	for (unsigned slot = 1; slot <= KINET_VERBS_SLOTS; slot++) {
 		struct sockaddr_in a = {.sin_family = AF_INET,
 					.sin_port = htons((uint16_t)(ctx->dir.port_base + slot)),

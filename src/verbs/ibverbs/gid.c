@@ -13,11 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "front.h"
 #include "verbs.h"
 
 int kinet_verbs_netdev_address(char *name, size_t len, uint32_t *ipv4)
 {
-	const char *want = getenv("KINET_VERBS_NETDEV");
+	const char *want = kinet_env_str("KINET_VERBS_NETDEV");
 	struct ifaddrs *all, *ifa, *pick = NULL;
 
 	if (getifaddrs(&all))

@@ -31,7 +31,6 @@ extern const int kinet_verbs_front_door;
 /* The directory (directory.c): each context serves its QPs' connection
  * blobs on TCP port base + slot, and its QPNs carry the slot in their top
  * byte, so a QPN and a GID (an IPv4 address) are all a peer needs. */
-#define KINET_VERBS_PORT_BASE_DEFAULT 18700
 #define KINET_VERBS_SLOTS 255
 
 struct kinet_verbs_directory {

@@ -41,7 +41,7 @@ static bool loaded;
 
 static int load(void)
 {
-	const char *name = kinet_env_str("KINET_OFI_LIBFABRIC", LIBFABRIC), *missing = NULL;
+	const char *name = kinet_env_str("KINET_OFI_LIBFABRIC"), *missing = NULL;
 	bool other = strcmp(name, LIBFABRIC) != 0;
 	struct kinet_ofi_fabric t;
 	void *lib;

@@ -109,10 +109,10 @@ static int ofi_iface_addr(const char *iface, struct sockaddr_storage *sa, size_t
 
 static int ofi_src_from_env(struct ofi_src *src)
 {
-	const char *addr = kinet_env_str("KINET_OFI_ADDR", NULL);
+	const char *addr = kinet_env_str("KINET_OFI_ADDR");
 
 	memset(src, 0, sizeof(*src));
-	src->iface = kinet_env_str("KINET_OFI_IFACE", NULL);
+	src->iface = kinet_env_str("KINET_OFI_IFACE");
 	if (addr) {
 		if (ofi_parse_addr(addr, &src->sa, &src->len)) {
 			KINET_ERR("ofi carrier: KINET_OFI_ADDR=%s is not an IPv4/IPv6 address", addr);
@@ -235,7 +235,7 @@ static struct fi_info *ofi_find(const char *prov, const struct ofi_src *src, int
 
 static int ofi_choose(struct kinet_carrier *c)
 {
-	const char *want = kinet_env_str("KINET_OFI_PROVIDER", NULL);
+	const char *want = kinet_env_str("KINET_OFI_PROVIDER");
 	struct ofi_src src;
 	int rc, last = -FI_ENODATA;
 
@@ -291,7 +291,7 @@ static int ofi_pool_init(struct kinet_carrier *c, struct ofi_pool *p, int count,
 		p->ops[i].kind = kind;
 		p->ops[i].buf = p->mem + (size_t)i * OFI_BUF_SIZE;
 	}
-	if (!(mr_mode & FI_MR_LOCAL) && kinet_env_long("KINET_OFI_MR_REG", 0) == 0)
+	if (!(mr_mode & FI_MR_LOCAL) && kinet_env_long("KINET_OFI_MR_REG") == 0)
 		return 0;
 	OFI_CALL(fi_mr_reg(c->domain, p->mem, p->size, access, 0, (mr_mode & FI_MR_PROV_KEY) ? 0 : key, 0,
 			   &p->mr, NULL),
@@ -336,8 +336,8 @@ int ofi_setup(struct kinet_carrier *c)
 
 	if ((rc = ofi_choose(c)))
 		return rc;
-	ntx = (int)kinet_env_long("KINET_OFI_TX_BUFS", OFI_DEFAULT_TX_BUFS);
-	nrx = (int)kinet_env_long("KINET_OFI_RX_BUFS", OFI_DEFAULT_RX_BUFS);
+	ntx = (int)kinet_env_long("KINET_OFI_TX_BUFS");
+	nrx = (int)kinet_env_long("KINET_OFI_RX_BUFS");
 	ntx = ntx < 1 ? 1 : ntx;
 	nrx = nrx < 1 ? 1 : nrx;
 	if (c->info->tx_attr->size && (size_t)ntx > c->info->tx_attr->size)
@@ -345,11 +345,11 @@ int ofi_setup(struct kinet_carrier *c)
 	if (c->info->rx_attr->size && (size_t)nrx > c->info->rx_attr->size)
 		nrx = (int)c->info->rx_attr->size;
 
-	long bundle = kinet_env_long("KINET_OFI_BUNDLE", OFI_DEFAULT_BUNDLE);
+	long bundle = kinet_env_long("KINET_OFI_BUNDLE");
 	c->bundle_max = bundle <= 0			 ? 0
 			: bundle > KINET_CARRIER_MAX_MSG ? KINET_CARRIER_MAX_MSG
 							 : (size_t)bundle;
-	long inject = kinet_env_long("KINET_OFI_INJECT", -1);
+	long inject = kinet_env_long("KINET_OFI_INJECT");
 	c->inject_max = c->info->tx_attr->inject_size;
 	if (inject >= 0 && (size_t)inject < c->inject_max)
 		c->inject_max = (size_t)inject;
@@ -395,7 +395,7 @@ int ofi_setup(struct kinet_carrier *c)
 			return rc;
 	}
 	c->id = ofi_random_id();
-	long ms = kinet_env_long("KINET_OFI_PEER_TIMEOUT_MS", OFI_DEFAULT_PEER_TIMEOUT_MS);
+	long ms = kinet_env_long("KINET_OFI_PEER_TIMEOUT_MS");
 	c->peer_timeout_ns = ms > 0 ? (uint64_t)ms * 1000000ull : 0;
 	return 0;
 }

@@ -210,10 +210,10 @@ int kinet_engine_start(struct kinet_ctx *ctx, int nthreads)
 		return -ENOMEM;
 	e->ctx = ctx;
 	e->nthreads = nthreads;
-	e->spin_ns = (uint64_t)kinet_env_long("KINET_ENGINE_SPIN_US", 200) * 1000;
-	e->spin_set = kinet_env_str("KINET_ENGINE_SPIN_US", NULL) != NULL;
-	e->yield_ns = (uint64_t)kinet_env_long("KINET_ENGINE_YIELD_US", 5000) * 1000;
-	e->sleep_max_ns = (uint64_t)kinet_env_long("KINET_ENGINE_SLEEP_MAX_US", 200) * 1000;
+	e->spin_ns = (uint64_t)kinet_env_long("KINET_ENGINE_SPIN_US") * 1000;
+	e->spin_set = kinet_env_is_set("KINET_ENGINE_SPIN_US");
+	e->yield_ns = (uint64_t)kinet_env_long("KINET_ENGINE_YIELD_US") * 1000;
+	e->sleep_max_ns = (uint64_t)kinet_env_long("KINET_ENGINE_SLEEP_MAX_US") * 1000;
 	if (e->sleep_max_ns < 20000)
 		e->sleep_max_ns = 20000;
 	e->threads = calloc((size_t)nthreads, sizeof(*e->threads));

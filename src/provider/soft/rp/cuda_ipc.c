@@ -51,7 +51,7 @@ _Static_assert(sizeof(((struct kinet_soft_mr *)0)->ipc_handle) == RP_IPC_HANDLE_
 static bool ipc_enabled(struct rp_state *rs)
 {
 	if (!rs->ipc_mode)
-		rs->ipc_mode = kinet_env_long("KINET_NODE_IPC", 1) ? 1 : -1;
+		rs->ipc_mode = kinet_env_long("KINET_NODE_IPC") ? 1 : -1;
 	return rs->ipc_mode > 0;
 }
 

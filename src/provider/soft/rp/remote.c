@@ -228,23 +228,17 @@ struct rp_carrier *rp_carrier_get(struct rp_state *rs, enum rp_kind kind, bool a
 
 static const char *transport_mode(void)
 {
-	return kinet_env_str("KINET_TRANSPORT", "auto");
+	return kinet_env_str("KINET_TRANSPORT");
 }
 
 /* Whether kinet_qp_pack() opens the node and the ofi carrier (see the top
  * of this file). */
 static void carriers_wanted(const char *mode, bool *node, bool *ofi)
 {
-	const char *when = kinet_env_str("KINET_CARRIERS", "auto");
+	const char *when = kinet_env_str("KINET_CARRIERS");
 	bool always = !strcmp(when, "always"), front_node, front_ofi;
 	int nranks, local;
 
-	if (!always && strcmp(when, "auto")) {
-		static atomic_bool warned;
-
-		if (!atomic_exchange(&warned, true))
-			KINET_WARN("KINET_CARRIERS=%s: expected auto or always; using auto", when);
-	}
 	if (kinet_front_pack_carriers_take(&front_node, &front_ofi) && !strcmp(mode, "auto")) {
 		*node = front_node || always;
 		*ofi = front_ofi || always;
