@@ -245,9 +245,10 @@ int kinet_qp_export(struct kinet_qp *qp, struct kinet_dev_qp **dev_qp)
 		if (ret)
 			return ret;
 	}
-	/* Device code signals every WQE and reuses a slot only once its CQE is
-	 * consumed, so up to sq_depth CQEs can wait in the CQ, which keeps one
-	 * slot for reporting an overrun. */
+	/* Device code may ask for a CQE on every WQE (KINET_CQ_MODERATION=1,
+	 * and low-level posting chooses its own) and reuses a slot only once
+	 * the CQE covering it is consumed, so up to sq_depth CQEs can wait in
+	 * the CQ, which keeps one slot for reporting an overrun. */
 	if (scq->depth <= qp->sq_bbs) {
 		KINET_ERR("kinet_qp_export: QP %u: send CQ depth %u must exceed the send queue depth %u "
 			  "(use at least twice the send queue depth)",
