@@ -52,4 +52,8 @@ bool kinet_front_cq_pending(struct kinet_cq *cq);
 void kinet_front_pack_carriers(bool node, bool ofi);
 bool kinet_front_pack_carriers_take(bool *node, bool *ofi);
 
+/* Above 0 while this thread is inside kinet's calls into libfabric
+ * (fabric_guard.c): the front door lists no device then. */
+int kinet_fabric_call_depth(void);
+
 #endif /* KINET_CORE_FRONT_H */

@@ -505,4 +505,62 @@ KT_TEST(errors)
 	pair_close(&p);
 }
 
-KT_MAIN(device_attributes, opcodes, wr_builders_and_cq_ex, completion_channel, shared_receive_queue, errors)
+/* Teardown with work in flight: QPs, CQs and the context go while writes
+ * and sends are outstanding, an armed CQ has a channel, and the directory
+ * is being asked for a QP that is going away; nothing may crash or hang. */
+KT_TEST(teardown_under_load)
+{
+	for (int round = 0; round < 5; round++) {
+		struct pair p;
+		struct ibv_comp_channel *ch;
+		struct ibv_cq *cq;
+
+		KT_OK(pair_open(&p, round & 1, 0));
+		ch = ibv_create_comp_channel(p.ctx);
+		KT_CHECK(ch);
+		cq = ibv_create_cq(p.ctx, 16, NULL, ch, 0);
+		KT_CHECK(cq);
+		KT_OK(ibv_req_notify_cq(cq, 0));
+		for (int i = 0; i < 32; i++)
+			KT_OK(post_recv(&p, 1, 64 * (uint64_t)i, 64, (uint64_t)i));
+		for (int i = 0; i < 48; i++)
+			KT_OK(post(&p, i & 1 ? IBV_WR_SEND : IBV_WR_RDMA_WRITE, 64 * (uint64_t)(i % 32), 64,
+				   4096 + 64 * (uint64_t)i, (uint64_t)i, 0));
+		/* a peer asking for a QP that is being destroyed gets an answer
+		 * or an error, never a freed QP */
+		uint32_t qpn = p.qp[1]->qp_num;
+		if (round == 2) {
+			KT_OK(ibv_destroy_qp(p.qp[1]));
+			p.qp[1] = NULL;
+			struct ibv_qp_init_attr qa;
+			memset(&qa, 0, sizeof(qa));
+			qa.send_cq = p.cq[0];
+			qa.recv_cq = p.cq[0];
+			qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
+			qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+			qa.qp_type = IBV_QPT_RC;
+			struct ibv_qp *q = ibv_create_qp(p.pd, &qa);
+			KT_CHECK(q);
+			KT_CHECK(pair_modify(q, qpn, NULL) != 0);
+			KT_OK(ibv_destroy_qp(q));
+		}
+		KT_OK(ibv_destroy_cq(cq));
+		KT_OK(ibv_destroy_comp_channel(ch));
+		if (round == 4) {
+			/* the context closes with its QPs, CQs and SRQ still
+			 * there and work in flight (the regions go first: the
+			 * buffers are the test's to free) */
+			for (int i = 0; i < 2; i++) {
+				KT_OK(ibv_dereg_mr(p.mr[i]));
+				free(p.buf[i]);
+			}
+			KT_OK(ibv_dealloc_pd(p.pd));
+			KT_OK(ibv_close_device(p.ctx));
+			continue;
+		}
+		pair_close(&p);
+	}
+}
+
+KT_MAIN(device_attributes, opcodes, wr_builders_and_cq_ex, completion_channel, shared_receive_queue, errors,
+	teardown_under_load)

@@ -29,7 +29,6 @@ static struct ibv_device kinet_device = {
 /* Set while kinet itself loads or initialises libfabric: the efa provider
  * enumerates verbs devices then, and must not find kinet0 (it would open
  * a kinet context inside kinet). */
-__attribute__((weak)) int kinet_fabric_call_depth(void);
 
 KINET_VERBS_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
 {
@@ -40,7 +39,7 @@ KINET_VERBS_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (kinet_fabric_call_depth && kinet_fabric_call_depth() > 0)
+	if (kinet_fabric_call_depth() > 0)
 		n = 0;
 	if (n)
 		list[0] = &kinet_device;
@@ -163,10 +162,31 @@ KINET_VERBS_EXPORT int ibv_close_device(struct ibv_context *context)
 	struct kinet_verbs_context *ctx = kinet_verbs_ctx(context);
 
 	/* Both threads stop before the kinet context goes: they reach its QPs
-	 * and CQs. */
+	 * and CQs.  What the program left open goes with the context (kinet
+	 * frees its objects; the wrappers are freed here), as a device's
+	 * resources go when its file is closed. */
 	kinet_verbs_notifier_stop(ctx);
 	kinet_verbs_directory_stop(ctx);
 	kinet_ctx_close(ctx->kctx);
+	while (ctx->qps) {
+		struct kinet_verbs_qp *qp = ctx->qps;
+
+		ctx->qps = qp->next;
+		kinet_verbs_batch_free(&qp->batch);
+		free(qp);
+	}
+	while (ctx->cqs) {
+		struct kinet_verbs_cq *cq = ctx->cqs;
+
+		ctx->cqs = cq->next;
+		free(cq);
+	}
+	while (ctx->srqs) {
+		struct kinet_verbs_srq *srq = ctx->srqs;
+
+		ctx->srqs = srq->next;
+		free(srq);
+	}
 	close(ctx->async_pipe[0]);
 	close(ctx->async_pipe[1]);
 	pthread_mutex_destroy(&ctx->lock);
