@@ -379,6 +379,8 @@ PAGES = [
     ("h200-two-gpu.md", "Two H200s, 2026-12-01",
      "from another run: the peer path over NVLink against issue 10's targets, the software NIC's rate on "
      "32 cores, all-to-all and MoE dispatch/combine beside NCCL"),
+    ("verbs.md", "The verbs front door",
+     "from another run: perftest over kinet's libibverbs beside kinet-perf (bench/verbs_compare.sh)"),
 ]
 GENERATED = {"latency.md", "bandwidth.md", "commands.md"}
 # limits.md (what limits each target) is measured by hand (bench/latency_breakdown
