@@ -13,6 +13,21 @@
 
 #define BATCH 32
 
+/* A full queue is ENOMEM, as on mlx5; the rest are kinet's errnos. */
+int kinet_verbs_post_errno(int kinet_ret)
+{
+	return kinet_ret == -EAGAIN || kinet_ret == -ENOSPC ? ENOMEM : kinet_verbs_errno(kinet_ret);
+}
+
+static void copy_sges(struct kinet_sge *dst, const struct ibv_sge *src, int n)
+{
+	for (int i = 0; i < n; i++) {
+		dst[i].addr = src[i].addr;
+		dst[i].length = src[i].length;
+		dst[i].lkey = src[i].lkey;
+	}
+}
+
 int kinet_verbs_send_wr(struct kinet_verbs_qp *qp, const struct ibv_send_wr *in, struct kinet_send_wr *out,
 			struct kinet_sge *sge)
 {
@@ -51,11 +66,7 @@ int kinet_verbs_send_wr(struct kinet_verbs_qp *qp, const struct ibv_send_wr *in,
 			  (in->send_flags & IBV_SEND_FENCE ? KINET_SEND_FENCE : 0) |
 			  (in->send_flags & IBV_SEND_INLINE ? KINET_SEND_INLINE : 0) |
 			  (in->send_flags & IBV_SEND_SOLICITED ? KINET_SEND_SOLICITED : 0);
-	for (int i = 0; i < in->num_sge; i++) {
-		sge[i].addr = in->sg_list[i].addr;
-		sge[i].length = in->sg_list[i].length;
-		sge[i].lkey = in->sg_list[i].lkey;
-	}
+	copy_sges(sge, in->sg_list, in->num_sge);
 	out->sg_list = sge;
 	out->num_sge = in->num_sge;
 	out->imm_data = ntohl(in->imm_data);
@@ -97,7 +108,7 @@ int kinet_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ib
 					b = b->next;
 				if (bad)
 					*bad = b;
-				return kret == -EAGAIN || kret == -ENOSPC ? ENOMEM : kinet_verbs_errno(kret);
+				return kinet_verbs_post_errno(kret);
 			}
 		}
 		if (ret) {
@@ -115,11 +126,7 @@ static int recv_wr(const struct ibv_recv_wr *in, uint32_t max_sge, struct kinet_
 {
 	if (in->num_sge < 0 || (uint32_t)in->num_sge > max_sge)
 		return EINVAL;
-	for (int i = 0; i < in->num_sge; i++) {
-		sge[i].addr = in->sg_list[i].addr;
-		sge[i].length = in->sg_list[i].length;
-		sge[i].lkey = in->sg_list[i].lkey;
-	}
+	copy_sges(sge, in->sg_list, in->num_sge);
 	out->wr_id = in->wr_id;
 	out->sg_list = sge;
 	out->num_sge = in->num_sge;
@@ -153,7 +160,7 @@ static int post_recv_chain(void *q, int (*post)(void *, const struct kinet_recv_
 					b = b->next;
 				if (bad)
 					*bad = b;
-				return kret == -EAGAIN || kret == -ENOSPC ? ENOMEM : kinet_verbs_errno(kret);
+				return kinet_verbs_post_errno(kret);
 			}
 		}
 		if (ret) {

@@ -247,7 +247,7 @@ static int wr_complete(struct ibv_qp_ex *qpx)
 
 	if (!ret && b->count) {
 		ret = kinet_qp_post_send(qp->kqp, b->wr, (int)b->count, &bad);
-		ret = ret == -EAGAIN || ret == -ENOSPC ? ENOMEM : kinet_verbs_errno(ret);
+		ret = kinet_verbs_post_errno(ret);
 	}
 	b->count = 0;
 	b->error = 0;

@@ -160,6 +160,7 @@ enum ibv_wc_status kinet_verbs_wc_status(int syndrome);
 enum ibv_wc_opcode kinet_verbs_wc_opcode(const struct kinet_wc *wc);
 
 /* post.c */
+int kinet_verbs_post_errno(int kinet_ret);
 int kinet_verbs_send_wr(struct kinet_verbs_qp *qp, const struct ibv_send_wr *in, struct kinet_send_wr *out,
 			struct kinet_sge *sge);
 int kinet_verbs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
