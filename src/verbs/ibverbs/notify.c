@@ -131,7 +131,7 @@ int kinet_verbs_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	return 0;
 }
 
-void kinet_verbs_async_event(struct kinet_verbs_context *ctx, const struct ibv_async_event *event)
+static void async_event(struct kinet_verbs_context *ctx, const struct ibv_async_event *event)
 {
 	/* The async pipe is the program's to drain; an event it never reads
 	 * must not stop the notifier. */
@@ -194,7 +194,7 @@ static int scan(struct kinet_verbs_context *ctx)
 						    .event_type = IBV_EVENT_SRQ_LIMIT_REACHED};
 
 			srq->limit = 0; /* one event per arming, as on ConnectX */
-			kinet_verbs_async_event(ctx, &e);
+			async_event(ctx, &e);
 			continue;
 		}
 		armed = true;
@@ -209,7 +209,7 @@ static int scan(struct kinet_verbs_context *ctx)
 						    .event_type = IBV_EVENT_QP_LAST_WQE_REACHED};
 
 			qp->last_wqe_sent = true;
-			kinet_verbs_async_event(ctx, &e);
+			async_event(ctx, &e);
 			continue;
 		}
 		watched = true;

@@ -28,8 +28,8 @@ static void copy_sges(struct kinet_sge *dst, const struct ibv_sge *src, int n)
 	}
 }
 
-int kinet_verbs_send_wr(struct kinet_verbs_qp *qp, const struct ibv_send_wr *in, struct kinet_send_wr *out,
-			struct kinet_sge *sge)
+static int send_wr(struct kinet_verbs_qp *qp, const struct ibv_send_wr *in, struct kinet_send_wr *out,
+		   struct kinet_sge *sge)
 {
 	if (in->num_sge < 0 || in->num_sge > KINET_VERBS_MAX_SGE ||
 	    ((unsigned)in->num_sge > qp->cap.max_send_sge && !(in->send_flags & IBV_SEND_INLINE)))
@@ -94,7 +94,7 @@ int kinet_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ib
 		int n = 0, ret = 0, at = -1;
 
 		for (; w && n < BATCH; w = w->next, n++) {
-			ret = kinet_verbs_send_wr(qp, w, &kwr[n], sge[n]);
+			ret = send_wr(qp, w, &kwr[n], sge[n]);
 			if (ret)
 				break;
 		}

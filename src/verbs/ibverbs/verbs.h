@@ -152,7 +152,6 @@ int kinet_verbs_directory_lookup(struct kinet_verbs_context *ctx, uint32_t ipv4,
 /* notify.c */
 int kinet_verbs_notifier_start(struct kinet_verbs_context *ctx);
 void kinet_verbs_notifier_stop(struct kinet_verbs_context *ctx);
-void kinet_verbs_async_event(struct kinet_verbs_context *ctx, const struct ibv_async_event *event);
 
 /* wc.c */
 void kinet_verbs_wc(const struct kinet_wc *in, struct ibv_wc *out);
@@ -161,8 +160,6 @@ enum ibv_wc_opcode kinet_verbs_wc_opcode(const struct kinet_wc *wc);
 
 /* post.c */
 int kinet_verbs_post_errno(int kinet_ret);
-int kinet_verbs_send_wr(struct kinet_verbs_qp *qp, const struct ibv_send_wr *in, struct kinet_send_wr *out,
-			struct kinet_sge *sge);
 int kinet_verbs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int kinet_verbs_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int kinet_verbs_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
