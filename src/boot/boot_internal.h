@@ -17,6 +17,7 @@
 
 #include "driver.h"
 #include "kinet/boot.h"
+#include "sock.h"
 
 #define BOOT_VERSION 1u
 #define BOOT_HDR_BYTES 16
@@ -58,11 +59,6 @@ void boot_hdr_encode(uint8_t *buf, const struct boot_hdr *h);
 void boot_hdr_decode(const uint8_t *buf, struct boot_hdr *h);
 const char *boot_op_name(uint32_t op);
 
-/* ---- time (wire.c) ---- */
-uint64_t boot_deadline(int timeout_ms);
-/* Milliseconds left until deadline, rounded up; 0 once passed. */
-int boot_ms_left(uint64_t deadline);
-
 /* ---- addresses (addr.c) ---- */
 /* Resolves "host:port" (IPv4).  Logs and returns -EINVAL when it cannot. */
 int boot_parse_addr(const char *hostport, struct sockaddr_in *sa);
@@ -70,14 +66,7 @@ void boot_addr_str(const struct sockaddr_in *sa, char *buf, size_t size);
 /* The address a unique id advertises (see kinet_boot_get_unique_id). */
 int boot_local_addr(struct in_addr *addr);
 
-/* ---- sockets (sock.c); all sockets are non-blocking ---- */
-/* Listens on sa (SO_REUSEADDR); logs failures. */
-int boot_listen(const struct sockaddr_in *sa, int backlog, int *fd);
-/* One connection attempt, bounded by deadline. */
-int boot_connect(const struct sockaddr_in *sa, uint64_t deadline, int *fd);
-/* Both return 0, -ETIMEDOUT, -ECONNRESET (EOF or reset), -EPIPE. */
-int boot_send_all(int fd, const void *buf, size_t len, uint64_t deadline);
-int boot_recv_all(int fd, void *buf, size_t len, uint64_t deadline);
+/* ---- framed messages (sock.c; the sockets themselves: sock.h) ---- */
 int boot_send_frame(int fd, uint32_t op, uint32_t seq, const void *payload, size_t len, uint64_t deadline);
 int boot_recv_hdr(int fd, struct boot_hdr *h, uint64_t deadline);
 /* Sends ABORT(err, text), waiting at most 100 ms. */

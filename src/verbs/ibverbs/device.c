@@ -69,7 +69,7 @@ KINET_VERBS_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
 
 	if (device != &kinet_device)
 		return 0;
-	kinet_verbs_netdev_address(NULL, 0, &ipv4);
+	kinet_verbs_netdev_address(&ipv4);
 	return htobe64(kinet_verbs_guid(ipv4));
 }
 

@@ -12,16 +12,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "front.h"
+#include "sock.h"
 #include "verbs.h"
 
 #define DIR_MAGIC 0x6b76647200000001ull /* "kvdr", version 1 */
@@ -47,27 +46,6 @@ struct dir_answer {
 	struct kinet_qp_info info;
 };
 
-static int io_full(int fd, void *buf, size_t len, bool out, int timeout_ms)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		struct pollfd p = {.fd = fd, .events = out ? POLLOUT : POLLIN};
-		ssize_t n;
-
-		if (poll(&p, 1, timeout_ms) <= 0)
-			return ETIMEDOUT;
-		n = out ? send(fd, (char *)buf + done, len - done, MSG_NOSIGNAL)
-			: recv(fd, (char *)buf + done, len - done, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? errno : ECONNRESET;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
 /* Which carrier the asking peer will reach this QP through: this host's
  * shared memory when it asks from this host (loopback or this context's
  * own address), the network otherwise. */
@@ -87,7 +65,7 @@ static int answer(struct kinet_verbs_context *ctx, int fd)
 	struct dir_request rq;
 	struct dir_answer an;
 	struct kinet_verbs_qp *qp;
-	int ret = io_full(fd, &rq, sizeof(rq), false, DIR_IO_MS);
+	int ret = boot_recv_all(fd, &rq, sizeof(rq), boot_deadline(DIR_IO_MS));
 
 	if (ret)
 		return ret;
@@ -106,7 +84,7 @@ static int answer(struct kinet_verbs_context *ctx, int fd)
 			}
 		pthread_mutex_unlock(&ctx->lock);
 	}
-	return io_full(fd, &an, sizeof(an), true, DIR_IO_MS);
+	return boot_send_all(fd, &an, sizeof(an), boot_deadline(DIR_IO_MS));
 }
 
 static void *serve(void *arg)
@@ -124,7 +102,7 @@ static void *serve(void *arg)
 			break;
 		if (!(p[0].revents & POLLIN))
 			continue;
-		fd = accept4(ctx->dir.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		fd = accept4(ctx->dir.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0)
 			continue;
 		/* One request per connection, answered in turn: the blob is
@@ -199,26 +177,23 @@ void kinet_verbs_directory_stop(struct kinet_verbs_context *ctx)
 	ctx->dir.wake[0] = ctx->dir.wake[1] = -1;
 }
 
+/* One request: 0 and *info, or a positive errno (ECONNREFUSED: nobody
+ * listens there yet). */
 static int ask(uint32_t ipv4, uint16_t port, uint32_t qpn, struct kinet_qp_info *info)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = ipv4};
 	struct dir_request rq = {.magic = DIR_MAGIC, .qpn = qpn};
 	struct dir_answer an;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), ret;
+	int fd, ret = boot_connect(&a, boot_deadline(DIR_IO_MS), &fd);
 
-	if (fd < 0)
-		return errno;
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
-		ret = errno;
-		close(fd);
-		return ret;
-	}
-	ret = io_full(fd, &rq, sizeof(rq), true, DIR_IO_MS);
+	if (ret)
+		return -ret;
+	ret = boot_send_all(fd, &rq, sizeof(rq), boot_deadline(DIR_IO_MS));
 	if (!ret)
-		ret = io_full(fd, &an, sizeof(an), false, DIR_ANSWER_MS);
+		ret = boot_recv_all(fd, &an, sizeof(an), boot_deadline(DIR_ANSWER_MS));
 	close(fd);
 	if (ret)
-		return ret;
+		return -ret;
 	if (an.magic != DIR_MAGIC)
 		return EPROTO;
 	if (an.status)
@@ -231,23 +206,16 @@ int kinet_verbs_directory_lookup(struct kinet_verbs_context *ctx, uint32_t ipv4,
 				 struct kinet_qp_info *info)
 {
 	unsigned slot = qpn >> 16;
-	struct timespec t0, now;
+	uint64_t give_up = boot_deadline(DIR_CONNECT_MS);
 	int ret;
 
 	if (!slot || slot > KINET_VERBS_SLOTS)
 		return EINVAL;
 	/* A peer that is starting may not listen yet: retried for a while,
 	 * as a NIC retries a connection request. */
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		ret = ask(ipv4, (uint16_t)(ctx->dir.port_base + slot), qpn, info);
-		if (ret != ECONNREFUSED)
-			break;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 > DIR_CONNECT_MS)
-			break;
+	while ((ret = ask(ipv4, (uint16_t)(ctx->dir.port_base + slot), qpn, info)) == ECONNREFUSED &&
+	       boot_ms_left(give_up))
 		usleep(10000);
-	}
 	if (ret) {
 		char ip[INET_ADDRSTRLEN];
 

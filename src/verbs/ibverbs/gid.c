@@ -16,7 +16,7 @@
 #include "front.h"
 #include "verbs.h"
 
-int kinet_verbs_netdev_address(char *name, size_t len, uint32_t *ipv4)
+int kinet_verbs_netdev_address(uint32_t *ipv4)
 {
 	const char *want = kinet_env_str("KINET_VERBS_NETDEV");
 	struct ifaddrs *all, *ifa, *pick = NULL;
@@ -55,13 +55,9 @@ int kinet_verbs_netdev_address(char *name, size_t len, uint32_t *ipv4)
 		/* No IPv4 interface at all: loopback's address still reaches
 		 * this host's contexts. */
 		*ipv4 = htonl(INADDR_LOOPBACK);
-		if (name)
-			snprintf(name, len, "lo");
 		return 0;
 	}
 	*ipv4 = ((const struct sockaddr_in *)(const void *)pick->ifa_addr)->sin_addr.s_addr;
-	if (name)
-		snprintf(name, len, "%s", pick->ifa_name);
 	freeifaddrs(all);
 	return 0;
 }
@@ -74,7 +70,7 @@ uint64_t kinet_verbs_guid(uint32_t ipv4)
 
 int kinet_verbs_gid_choose(struct kinet_verbs_context *ctx)
 {
-	int ret = kinet_verbs_netdev_address(ctx->netdev, sizeof(ctx->netdev), &ctx->ipv4);
+	int ret = kinet_verbs_netdev_address(&ctx->ipv4);
 
 	if (ret)
 		return ret;

@@ -50,7 +50,6 @@ struct kinet_verbs_context {
 	struct kinet_ctx *kctx;
 	union ibv_gid gid; /* ::ffff:a.b.c.d of the chosen interface */
 	uint32_t ipv4;	   /* network order */
-	char netdev[64];
 	struct kinet_verbs_directory dir;
 
 	pthread_mutex_t lock; /* the lists, arming, async events */
@@ -135,10 +134,10 @@ static inline int kinet_verbs_errno(int kinet_ret)
 
 /* gid.c */
 int kinet_verbs_gid_choose(struct kinet_verbs_context *ctx);
-/* The interface the GID comes from: $KINET_VERBS_NETDEV, else the first up,
- * non-loopback one with an IPv4 address, else loopback.  Its name (when
- * name is not NULL) and address (network order). */
-int kinet_verbs_netdev_address(char *name, size_t len, uint32_t *ipv4);
+/* The address (network order) of the interface the GID comes from:
+ * $KINET_VERBS_NETDEV, else the first up, non-loopback one with an IPv4
+ * address, else loopback. */
+int kinet_verbs_netdev_address(uint32_t *ipv4);
 /* Node GUID: an EUI-64 from the address (host order). */
 uint64_t kinet_verbs_guid(uint32_t ipv4);
 
