@@ -2,7 +2,7 @@
  * A CUDA kernel drives a verbs-created QP through mlx5dv_init_obj, as
  * GPUNetIO- and DeepEP-style code does: the rings, doorbell record and
  * doorbell register are host memory kinet's libibverbs handed out,
- * registered for the GPU (cudaHostRegister, mapped); the kernel writes
+ * mapped for the GPU (see mapped()); the kernel writes
  * ConnectX WQEs (RDMA write GPU -> GPU memory, then a fetch-add), rings,
  * and polls the CQ ring itself.  The GPU memory is registered once with
  * ibv_reg_mr and once through a dma-buf (ibv_reg_dmabuf_mr), as NCCL and
@@ -17,17 +17,37 @@
 
 #define N 65536
 
-/* Host memory the GPU reaches: the device address of a registered range. */
+/* Host memory the GPU reaches: its device address.  kinet's rings are
+ * already mapped for the GPU when the library has a CUDA device (they come
+ * from cudaHostAlloc), so the device pointer is asked for first; memory
+ * that is not yet is registered a page at a time, which also works where
+ * a range starts or ends in a page an earlier call registered. */
 static void *mapped(void *host, size_t len)
 {
+	const uintptr_t page = 4096;
 	void *dev = NULL;
-	cudaError_t e = cudaHostRegister(host, len, cudaHostRegisterMapped | cudaHostRegisterPortable);
+	cudaError_t e;
 
-	if (e == cudaErrorHostMemoryAlreadyRegistered)
+	if (cudaHostGetDevicePointer(&dev, host, 0) == cudaSuccess)
+		return dev;
+	(void)cudaGetLastError();
+	for (uintptr_t p = (uintptr_t)host & ~(page - 1); p < (uintptr_t)host + len; p += page) {
+		if (cudaHostGetDevicePointer(&dev, (void *)p, 0) == cudaSuccess)
+			continue;
 		(void)cudaGetLastError();
-	else if (e != cudaSuccess)
+		e = cudaHostRegister((void *)p, page, cudaHostRegisterMapped | cudaHostRegisterPortable);
+		if (e != cudaSuccess && e != cudaErrorHostMemoryAlreadyRegistered) {
+			fprintf(stderr, "cudaHostRegister(%#lx): %s\n", (unsigned long)p, cudaGetErrorString(e));
+			return NULL;
+		}
+		(void)cudaGetLastError();
+	}
+	e = cudaHostGetDevicePointer(&dev, host, 0);
+	if (e != cudaSuccess) {
+		fprintf(stderr, "cudaHostGetDevicePointer(%p): %s\n", host, cudaGetErrorString(e));
 		return NULL;
-	return cudaHostGetDevicePointer(&dev, host, 0) == cudaSuccess ? dev : NULL;
+	}
+	return dev;
 }
 
 struct dev_ring {
