@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/check-env.sh KINET_INFO [ROOT]: the environment table is the one
-# list of KINET_* variables: every "KINET_..." name read in src/ and tools/
-# is in it (kinet-info --env), and README.md's Environment table is
+# list of KINET_* variables: every "KINET_..." name read in src/ and tools/,
+# and every KINET_ variable a script takes with a default, is in it (kinet-info --env), and README.md's Environment table is
 # `kinet-info --env --markdown`, between its two marker comments.  Exits 1
 # naming what differs.
 set -u
@@ -27,6 +27,16 @@ for n in $used; do
 	}
 done
 
+# What the scripts take from the environment: the ${KINET_*:-default} form.
+script_used=$(grep -rhoE '\$\{KINET_[A-Z0-9_]+:-' "$root/scripts" "$root/bench" "$root/tests" --include='*.sh' |
+	sed 's/^..//; s/:-$//' | sort -u)
+for n in $script_used; do
+	printf '%s\n' "$names" | grep -qx "$n" || {
+		echo "$n is taken from the environment by a script but is not in the environment table (src/core/env_vars.c)"
+		bad=1
+	}
+done
+
 readme=$(sed -n '/^<!-- env table: kinet-info --env --markdown -->$/,/^<!-- end of env table -->$/p' "$root/README.md" |
 	sed '1d;$d')
 if [ "$readme" != "$table" ]; then
@@ -34,5 +44,5 @@ if [ "$readme" != "$table" ]; then
 	diff <(printf '%s\n' "$readme") <(printf '%s\n' "$table") | head -20
 	bad=1
 fi
-[ $bad -eq 0 ] && echo "env table: $(printf '%s\n' "$names" | wc -l) variables; every name read in src/ and tools/ declared; README matches"
+[ $bad -eq 0 ] && echo "env table: $(printf '%s\n' "$names" | wc -l) variables; every name read in src/, tools/ and the scripts declared; README matches"
 exit $bad

@@ -3,8 +3,8 @@
  * its allowed values or range, its default and a line of help.  The
  * getters (env.c) read nothing else, kinet_ctx_open checks them all,
  * `kinet-info --env` prints this table, and ctest env_table checks that
- * every KINET_ name in src/ and tools/ is here and that the README's table
- * is this one.
+ * every KINET_ name in src/ and tools/, and every one the scripts take
+ * from the environment, is here and that the README's table is this one.
  *
  * Where falling back is right (the log level, tuning knobs whose default
  * is always safe) a bad value is one warning naming what is used instead;
@@ -114,6 +114,18 @@ static const struct kinet_env_var vars[] = {
 	    "tests/netns/run.sh: per-rank timeout (s)"),
 	INT("KINET_NETNS_PORT", 1024, 65535, "29500", true, "scripts", "tests/netns/run.sh: bootstrap port"),
 	STR("KINET_NETNS_ADDR", NULL, "scripts", "tests/netns/run.sh: this rank's address (set for it)"),
+	INT("KINET_FUZZ_SMOKE_SECONDS", 1, 86400, "60", true, "scripts", "scripts/test.sh: fuzz smoke time (s)"),
+	STR("KINET_CMAKE_ARGS", NULL, "scripts", "scripts/gpu-test.sh: extra cmake configure arguments"),
+	INT("KINET_CTEST_TIMEOUT", 1, 86400, "300", true, "scripts", "scripts/gpu-test.sh: per-test limit (s)"),
+	INT("KINET_BENCH_BUDGET_S", 1, 86400, "330", true, "scripts", "bench/run.sh: time for the whole sweep (s)"),
+	INT("KINET_BENCH_CMD_TIMEOUT_S", 1, 86400, "120", true, "scripts",
+	    "bench/run.sh, bench/alltoall/run-gpu.sh: per-command limit (s; run-gpu.sh: 600)"),
+	BOOL("KINET_BENCH_TWO_RANKS", "0", true, "scripts", "bench/run.sh: also the two-process rows"),
+	CHOICE("KINET_BENCH_TWO_GPUS", "auto|0|1", "auto", true, "scripts", "bench/run.sh: the two-GPU rows"),
+	STR("KINET_BENCH_TOKENS", "1,8,128,4096", "scripts", "bench/alltoall/run-gpu.sh: tokens per rank"),
+	INT("KINET_BENCH_HIDDEN", 1, 1 << 20, "7168", true, "scripts", "bench/alltoall/run-gpu.sh: hidden size"),
+	INT("KINET_BENCH_ITERS", 1, 1 << 24, "50", true, "scripts", "bench/alltoall/run-gpu.sh: iterations"),
+	STR("KINET_NCCL_LIB", NULL, "scripts", "bench/alltoall/run-gpu.sh: the NCCL library to compare with"),
 };
 
 const struct kinet_env_var *kinet_env_vars(size_t *count)
