@@ -37,7 +37,8 @@ static void *mapped(void *host, size_t len)
 		(void)cudaGetLastError();
 		e = cudaHostRegister((void *)p, page, cudaHostRegisterMapped | cudaHostRegisterPortable);
 		if (e != cudaSuccess && e != cudaErrorHostMemoryAlreadyRegistered) {
-			fprintf(stderr, "cudaHostRegister(%#lx): %s\n", (unsigned long)p, cudaGetErrorString(e));
+			fprintf(stderr, "cudaHostRegister(%#lx): %s\n", (unsigned long)p,
+				cudaGetErrorString(e));
 			return NULL;
 		}
 		(void)cudaGetLastError();
