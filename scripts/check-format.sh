@@ -13,7 +13,7 @@ if ! command -v "$CLANG_FORMAT" >/dev/null 2>&1; then
 	exit 77
 fi
 
-mapfile -d '' files < <(find include src tests tools examples -type f \
+mapfile -d '' files < <(find include src tests tools examples bench -type f \
 	\( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) -print0 2>/dev/null | sort -z)
 if [ ${#files[@]} -eq 0 ]; then
 	echo "no sources found"
