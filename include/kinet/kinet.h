@@ -279,7 +279,7 @@ struct kinet_qp_attr {
 	uint32_t sq_depth;	  /* basic blocks, rounded up to a power of two */
 	uint32_t rq_depth;	  /* receive WQEs, rounded up to a power of two */
 	uint32_t max_recv_sge;	  /* scatter entries per receive WQE */
-	uint32_t max_inline;	  /* largest inline payload the CPU post accepts */
+	uint32_t max_inline;	  /* largest inline payload of a post (device: <= 44 B send, 28 write) */
 	enum kinet_db_mode db_mode;
 	enum kinet_qp_sharing sharing;
 	uint32_t timeout_ms;	 /* bound on retries and on blocking device waits */

@@ -20,8 +20,8 @@ _Static_assert(offsetof(struct kinet_dev_qp, sq_signal_every) ==
 		       offsetof(struct kinet_dev_qp, peer_key) + 128,
 	       "moderation state: after peer_key's line");
 
-/* Largest inline payload of a one-BB write WQE: ctrl, raddr, 4-byte header. */
-#define DEV_MAX_INLINE (KINET_WQE_BB_SIZE - 16 - 16 - 4)
+/* Largest inline payload of a one-BB SEND WQE: ctrl and the 4-byte header. */
+#define DEV_MAX_INLINE (KINET_WQE_BB_SIZE - 16 - 4)
 
 int kinet_cuda_export_copy(struct kinet_ctx *ctx, const void *d, size_t len, void **out)
 {
@@ -174,7 +174,10 @@ static int qp_fill(struct kinet_qp *qp, struct kinet_dev_qp *d)
 	d->qpn = qp->qpn;
 	d->db_mode = qp->db_mode;
 	d->sharing = qp->attr.sharing;
-	d->max_inline = DEV_MAX_INLINE;
+	/* The QP's own limit, capped at what one basic block carries (an
+	 * inline SEND's 44 bytes; an inline write's 28 is checked where it is
+	 * built). */
+	d->max_inline = qp->attr.max_inline < DEV_MAX_INLINE ? qp->attr.max_inline : DEV_MAX_INLINE;
 	d->dbrec = kinet_host_dev_ptr(ctx, qp->dbrec);
 	d->db_cpu_pi = kinet_host_dev_ptr(ctx, (void *)qp->db_cpu);
 	d->uar_db = (uint64_t *)(void *)uar_db;

@@ -1,5 +1,6 @@
 /*
- * kinet device API: two-sided messages -- send, send_imm, post_recv, recv.
+ * kinet device API: two-sided messages -- send, send_imm, their inline
+ * forms, post_recv, recv.
  *
  * Every verb comes in three forms, generated from one definition
  * (impl/forms.cuh):
@@ -42,6 +43,25 @@ KINET_DEVI_FORMS(send_imm, kinet_devi_send_g,
 		 (struct kinet_dev_qp *qp, const void *laddr, uint32_t lkey, uint64_t size, uint32_t imm,
 		  uint64_t *ticket),
 		 (qp, laddr, lkey, size, 1, imm, ticket))
+
+/* send_inline / send_imm_inline: size <= qp->max_inline and <= 44 bytes
+ * (KINET_DEV_MAX_SEND_INLINE; else -EINVAL) carried in the WQE itself:
+ * data needs no registration and may be reused at return (the calling
+ * thread reads it while posting; NULL or unmapped data is the caller's bug) */
+/* What the macro below defines (written out for grep and readers):
+ * int kinet_dev_send_inline(struct kinet_dev_qp *qp, const void *data, uint32_t size, uint64_t *ticket);
+ * and kinet_dev_send_inline_warp, kinet_dev_send_inline_block with the same parameters. */
+KINET_DEVI_FORMS(send_inline, kinet_devi_send_inline_g,
+		 (struct kinet_dev_qp *qp, const void *data, uint32_t size, uint64_t *ticket),
+		 (qp, data, size, 0, 0, ticket))
+
+/* What the macro below defines (written out for grep and readers):
+ * int kinet_dev_send_imm_inline(struct kinet_dev_qp *qp, const void *data, uint32_t size, uint32_t imm,
+ *     uint64_t *ticket);
+ * and kinet_dev_send_imm_inline_warp, kinet_dev_send_imm_inline_block with the same parameters. */
+KINET_DEVI_FORMS(send_imm_inline, kinet_devi_send_inline_g,
+		 (struct kinet_dev_qp *qp, const void *data, uint32_t size, uint32_t imm, uint64_t *ticket),
+		 (qp, data, size, 1, imm, ticket))
 
 /* post_recv: one receive buffer (thread-safe, in-order commit);
  * -EAGAIN when the receive queue is full; *index = its receive index */

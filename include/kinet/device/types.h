@@ -64,7 +64,7 @@ struct kinet_dev_qp {
 	uint32_t qpn;
 	uint32_t db_mode;    /* enum kinet_db_mode, never AUTO here */
 	uint32_t sharing;    /* enum kinet_qp_sharing */
-	uint32_t max_inline; /* largest single-BB inline payload (28) */
+	uint32_t max_inline; /* the QP's max_inline, at most 44 (one BB; writes: 28) */
 	uint32_t *dbrec;     /* [KINET_DBR_RECV], [KINET_DBR_SEND], big-endian */
 	uint64_t *db_cpu_pi; /* KINET_DB_CPU: 64-bit producer index, host word */
 	uint64_t *uar_db;    /* KINET_DB_GPU: 8-byte doorbell register */

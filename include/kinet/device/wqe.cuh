@@ -10,6 +10,7 @@
  *   WRITE_IMM      ctrl raddr data                     ds 3 (2 when 0 bytes)
  *   WRITE inline   ctrl raddr inline(4 B hdr + <=28 B) ds 2 + kinet_inline_ds(len)
  *   SEND/SEND_IMM  ctrl data                           ds 2 (1 when 0 bytes)
+ *   SEND inline    ctrl inline(4 B hdr + <=44 B)       ds 1 + kinet_inline_ds(len)
  *   FETCH_ADD/CS   ctrl raddr atomic data(8 B)         ds 4
  *   WAIT           ctrl wait                           ds 2
  *
@@ -26,6 +27,10 @@
 /* Largest inline payload of a one-BB inline write: 64 - 16 (ctrl)
  * - 16 (raddr) - 4 (inline header). */
 #define KINET_DEV_MAX_INLINE 28u
+
+/* Largest inline payload of a one-BB inline SEND / SEND_IMM: 64 - 16
+ * (ctrl) - 4 (inline header); no remote address segment. */
+#define KINET_DEV_MAX_SEND_INLINE 44u
 
 /* Flags for the low-level builders (ctrl.fm_ce_se). */
 #define KINET_DEV_WQE_SIGNALED KINET_WQE_CTRL_CQ_UPDATE /* write a CQE */
@@ -59,6 +64,11 @@ union __attribute__((aligned(16))) kinet_dev_wqe {
 		uint32_t byte_count;
 		uint8_t data[KINET_DEV_MAX_INLINE];
 	} inl;
+	struct {
+		struct kinet_wqe_ctrl_seg ctrl;
+		uint32_t byte_count;
+		uint8_t data[KINET_DEV_MAX_SEND_INLINE];
+	} send_inl;
 	struct {
 		struct kinet_wqe_ctrl_seg ctrl;
 		struct kinet_wqe_wait_seg wait;
@@ -125,6 +135,23 @@ KINET_DEV_FN void kinet_dev_wqe_build_send(union kinet_dev_wqe *w, uint32_t qpn,
 	kinet_wqe_set_ctrl(&w->send.ctrl, opcode, (uint16_t)idx, qpn, size ? 2 : 1, flags, imm_be);
 	if (size)
 		kinet_wqe_set_data(&w->send.data, laddr, size, lkey);
+}
+
+/* Inline SEND or SEND_IMM: the data travels in the WQE; the caller checks
+ * size <= KINET_DEV_MAX_SEND_INLINE. */
+KINET_DEV_FN void kinet_dev_wqe_build_send_inline(union kinet_dev_wqe *w, uint32_t qpn, uint64_t idx,
+						  uint8_t opcode, uint8_t flags, const void *data,
+						  uint32_t size, uint32_t imm_be)
+{
+	if (size > KINET_DEV_MAX_SEND_INLINE)
+		size = KINET_DEV_MAX_SEND_INLINE; /* callers check; never write past the block */
+	kinet_devi_wqe_zero(w);
+	kinet_wqe_set_ctrl(&w->send_inl.ctrl, opcode, (uint16_t)idx, qpn, 1 + kinet_inline_ds(size), flags,
+			   imm_be);
+	w->send_inl.byte_count = kinet_be32(KINET_INLINE_SEG_FLAG | size);
+	const uint8_t *src = (const uint8_t *)data;
+	for (uint32_t i = 0; i < size; i++)
+		w->send_inl.data[i] = src[i];
 }
 
 /* ATOMIC_FA (swap_add = addend, compare unused) or ATOMIC_CS; the old
@@ -236,6 +263,20 @@ KINET_DEV_FN void kinet_dev_wqe_prep_send(struct kinet_dev_qp *qp, uint64_t idx,
 	kinet_dev_wqe_build_send(&w, qp->qpn, idx, KINET_WQE_OP_SEND, flags, (uint64_t)(uintptr_t)laddr, lkey,
 				 size, 0);
 	kinet_dev_wqe_store(qp, idx, &w);
+}
+
+/* -EINVAL when size > qp->max_inline or KINET_DEV_MAX_SEND_INLINE (44). */
+KINET_DEV_FN int kinet_dev_wqe_prep_send_inline(struct kinet_dev_qp *qp, uint64_t idx, uint8_t flags,
+						const void *data, uint32_t size)
+{
+	uint32_t max =
+		qp->max_inline < KINET_DEV_MAX_SEND_INLINE ? qp->max_inline : KINET_DEV_MAX_SEND_INLINE;
+	if (size > max)
+		return -EINVAL;
+	union kinet_dev_wqe w;
+	kinet_dev_wqe_build_send_inline(&w, qp->qpn, idx, KINET_WQE_OP_SEND, flags, data, size, 0);
+	kinet_dev_wqe_store(qp, idx, &w);
+	return 0;
 }
 
 KINET_DEV_FN void kinet_dev_wqe_prep_send_imm(struct kinet_dev_qp *qp, uint64_t idx, uint8_t flags,

@@ -202,6 +202,35 @@ static void verbs(enum kinet_db_mode mode)
 		KT_CHECK_EQ(imm, 0x78);
 		KT_CHECK_EQ(idx, ridx[5]);
 		KT_CHECK_EQ(kinet_dev_rq_poll(t, &len, &imm, &idx), -EAGAIN);
+
+		/* inline sends: 0, 1, 28 and 44 bytes from an unregistered
+		 * stack buffer overwritten at once; 45 is refused */
+		uint8_t src[48];
+		static const uint32_t sizes[4] = {0, 1, 28, KINET_DEV_MAX_SEND_INLINE};
+		for (int i = 0; i < 4; i++)
+			KT_OK(kinet_dev_post_recv(t, b->p + 65536 + 4096 * (size_t)i, b->key, 4096,
+						  &ridx[i]));
+		for (int i = 0; i < 4; i++) {
+			for (int k = 0; k < 48; k++)
+				src[k] = (uint8_t)(i * 40 + k);
+			if (i == 1)
+				KT_OK(kinet_dev_send_inline_warp(d, src, sizes[i], &tk));
+			else if (i == 3)
+				KT_OK(kinet_dev_send_imm_inline_block(d, src, sizes[i], 0xabc, &tk));
+			else
+				KT_OK(kinet_dev_send_imm_inline(d, src, sizes[i], 0x100u + (uint32_t)i, &tk));
+			memset(src, 0xee, sizeof(src));
+		}
+		KT_CHECK_EQ(kinet_dev_send_inline(d, src, KINET_DEV_MAX_SEND_INLINE + 1, &tk), -EINVAL);
+		KT_OK(kinet_dev_quiet(d));
+		for (int i = 0; i < 4; i++) {
+			KT_OK(kinet_dev_recv(t, &len, &imm, &idx));
+			KT_CHECK_EQ(len, sizes[i]);
+			KT_CHECK_EQ(idx, ridx[i]);
+			KT_CHECK_EQ(imm, i == 1 ? 0 : i == 3 ? 0xabc : 0x100u + (uint32_t)i);
+			for (uint32_t k = 0; k < sizes[i]; k++)
+				KT_CHECK_EQ(b->p[65536 + 4096 * (size_t)i + k], (uint8_t)(i * 40 + (int)k));
+		}
 	}
 
 	/* fence, wait/quiet forms, test */

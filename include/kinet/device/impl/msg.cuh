@@ -27,6 +27,23 @@ KINET_DEV_FN int kinet_devi_send_g(int g, struct kinet_dev_qp *qp, const void *l
 	return kinet_devi_post_tail(g, qp, &t, ticket);
 }
 
+/* Inline send: the bytes are copied into the WQE while posting, so data
+ * needs no registration and may be reused at return. */
+KINET_DEV_FN int kinet_devi_send_inline_g(int g, struct kinet_dev_qp *qp, const void *data, uint32_t size,
+					  int with_imm, uint32_t imm, uint64_t *ticket)
+{
+	uint32_t max =
+		qp->max_inline < KINET_DEV_MAX_SEND_INLINE ? qp->max_inline : KINET_DEV_MAX_SEND_INLINE;
+	if (size > max)
+		return -EINVAL;
+	struct kinet_devi_tail t;
+	kinet_devi_tail_init(&t, with_imm ? KINET_WQE_OP_SEND_IMM : KINET_WQE_OP_SEND);
+	t.inl = data;
+	t.size = size;
+	t.imm_be = with_imm ? kinet_be32(imm) : 0;
+	return kinet_devi_post_tail(g, qp, &t, ticket);
+}
+
 KINET_DEV_FN int kinet_devi_post_recv_one(struct kinet_dev_qp *qp, void *laddr, uint32_t lkey, uint32_t size,
 					  uint64_t *index)
 {

@@ -39,7 +39,7 @@ struct kinet_devi_xfer {
 
 /* Single WQE after the chunks (built by rank 0). */
 struct kinet_devi_tail {
-	uint8_t opcode; /* KINET_WQE_OP_*; inline write: RDMA_WRITE with inl != NULL */
+	uint8_t opcode; /* KINET_WQE_OP_*; inline: RDMA_WRITE or SEND(_IMM) with inl != NULL */
 	uint8_t flags;	/* extra ctrl flags (FENCE) */
 	uint32_t lkey;
 	uint32_t rkey;
@@ -91,6 +91,11 @@ KINET_DEV_FN void kinet_devi_build_tail(union kinet_dev_wqe *w, const struct kin
 		break;
 	case KINET_WQE_OP_SEND:
 	case KINET_WQE_OP_SEND_IMM:
+		if (t->inl) {
+			kinet_dev_wqe_build_send_inline(w, qp->qpn, idx, t->opcode, flags, t->inl, t->size,
+							t->imm_be);
+			break;
+		}
 		kinet_dev_wqe_build_send(w, qp->qpn, idx, t->opcode, flags, t->laddr, t->lkey, t->size,
 					 t->imm_be);
 		break;
