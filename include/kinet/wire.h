@@ -2,6 +2,7 @@
  * kinet wire format: ConnectX (mlx5) send/receive WQE segments and 64-byte
  * CQEs, byte for byte as in the PRM and rdma-core's mlx5dv.h.  All multi-byte
  * fields are big-endian in memory.  Usable from C11 and from CUDA device code.
+ * The Ethernet queues' formats are in kinet/wire_eth.h, included at the end.
  */
 #ifndef KINET_WIRE_H
 #define KINET_WIRE_H
@@ -355,5 +356,8 @@ KINET_WIRE_FN uint32_t kinet_cqe_qpn(const struct kinet_cqe64 *cqe)
 #ifdef __cplusplus
 }
 #endif
+
+/* The Ethernet half: raw-packet send and receive queues. */
+#include "kinet/wire_eth.h"
 
 #endif /* KINET_WIRE_H */
