@@ -15,6 +15,7 @@
  *   signal.cuh      signal, put_signal, signal_wait_until
  *   msg.cuh         send, send_imm, post_recv, recv
  *   completion.cuh  test, wait, quiet, fence
+ *   sem.cuh         GPU semaphores: item status, packet info, custom info
  *   low level (the caller orders):
  *   wqe.cuh         WQE builders and prepare calls
  *   sq.cuh          send queue: reserve, commit, progress, tickets
@@ -40,6 +41,7 @@
 #include "kinet/device/platform.cuh"
 #include "kinet/device/rma.cuh"
 #include "kinet/device/rq.cuh"
+#include "kinet/device/sem.cuh"
 #include "kinet/device/signal.cuh"
 #include "kinet/device/sq.cuh"
 #include "kinet/device/types.h"

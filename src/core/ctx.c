@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "kinet/eth.h"
 #include "provider.h"
 
 #define KINET_MAX_ENGINE_THREADS 64
@@ -252,6 +253,8 @@ int kinet_ctx_close(struct kinet_ctx *ctx)
 		kinet_qp_destroy(ctx->qps);
 	while (ctx->srqs)
 		kinet_srq_destroy(ctx->srqs);
+	while (ctx->sems)
+		kinet_sem_destroy(ctx->sems);
 	while (ctx->cqs)
 		kinet_cq_destroy(ctx->cqs);
 	/* Regions a NIC knows go before its protection domain (ctx_close);

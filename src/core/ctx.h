@@ -23,6 +23,8 @@ struct kinet_srq;
 struct kinet_mr;
 struct kinet_provider_ops;
 
+struct kinet_sem; /* sem.c */
+
 /* ---- context (ctx.c) ---- */
 struct kinet_ctx {
 	struct kinet_ctx_attr attr;
@@ -44,6 +46,7 @@ struct kinet_ctx {
 	struct kinet_qp *qps;
 	struct kinet_cq *cqs;
 	struct kinet_srq *srqs;
+	struct kinet_sem *sems;
 	uint32_t next_qpn;
 	uint32_t next_cqn;
 	uint32_t next_srqn;

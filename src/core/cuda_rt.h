@@ -33,6 +33,8 @@ int kinet_cuda_sync_memops(void *addr, size_t length, int device);
 /* Descriptor memory for export: GPU memory with CUDA, else kinet_host_alloc. */
 void *kinet_cuda_alloc(struct kinet_ctx *ctx, size_t size);
 int kinet_cuda_copy_in(struct kinet_ctx *ctx, void *dev, const void *src, size_t size);
+/* The other way: size bytes of descriptor (or GPU) memory into dst. */
+int kinet_cuda_copy_out(struct kinet_ctx *ctx, void *dst, const void *dev, size_t size);
 /* A descriptor filled on the host, copied to new descriptor memory (export.c). */
 int kinet_cuda_export_copy(struct kinet_ctx *ctx, const void *d, size_t len, void **out);
 void kinet_cuda_free(struct kinet_ctx *ctx, void *dev);

@@ -165,6 +165,36 @@ int kinet_cuda_copy_in(struct kinet_ctx *ctx, void *dev, const void *src, size_t
 	return 0;
 }
 
+int kinet_cuda_copy_out(struct kinet_ctx *ctx, void *dst, const void *dev, size_t size)
+{
+#ifdef KINET_HAVE_CUDA
+	if (ctx->cuda_device >= 0) {
+		cudaStream_t s;
+		cudaError_t e;
+
+		cudaSetDevice(ctx->cuda_device);
+		s = copy_stream(ctx->cuda_device);
+		if (s) {
+			e = cudaMemcpyAsync(dst, dev, size, cudaMemcpyDeviceToHost, s);
+			if (e == cudaSuccess)
+				e = cudaStreamSynchronize(s);
+		} else {
+			e = cudaMemcpy(dst, dev, size, cudaMemcpyDeviceToHost);
+		}
+		if (e != cudaSuccess) {
+			KINET_ERR("cudaMemcpy(%zu): %s", size, cudaGetErrorString(e));
+			cudaGetLastError();
+			return -EIO;
+		}
+		return 0;
+	}
+#else
+	(void)ctx;
+#endif
+	memcpy(dst, dev, size);
+	return 0;
+}
+
 void kinet_cuda_free(struct kinet_ctx *ctx, void *dev)
 {
 	if (!dev)

@@ -96,6 +96,12 @@ KINET_DEV_FN uint64_t kinet_devi_load_acquire_u64_sys(const uint64_t *p)
 	asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
 	return v;
 }
+KINET_DEV_FN uint32_t kinet_devi_load_acquire_u32_sys(const uint32_t *p)
+{
+	uint32_t v;
+	asm volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
+}
 KINET_DEV_FN uint64_t kinet_devi_load_acquire_u64_gpu(const uint64_t *p)
 {
 	uint64_t v;
@@ -253,6 +259,20 @@ KINET_DEV_FN uint64_t kinet_devi_atomic_cas_u64_sys(uint64_t *p, uint64_t expect
 {
 	return (uint64_t)atomicCAS_system((unsigned long long *)p, (unsigned long long)expected,
 					  (unsigned long long)desired);
+}
+/* atom.acq_rel.sys.cas: a semaphore item changing hands (what the winner
+ * reads after it is what the last owner wrote before its release, and
+ * what it wrote before is released with it).  Atomic among GPU threads on
+ * any memory; with the CPU only where the platform makes system atomics
+ * on that memory atomic (docs/ETHERNET.md). */
+KINET_DEV_FN uint32_t kinet_devi_atomic_cas_u32_sys(uint32_t *p, uint32_t expected, uint32_t desired)
+{
+	uint32_t old;
+	asm volatile("atom.acq_rel.sys.cas.b32 %0, [%1], %2, %3;"
+		     : "=r"(old)
+		     : "l"(p), "r"(expected), "r"(desired)
+		     : "memory");
+	return old;
 }
 
 KINET_DEV_FN uint32_t kinet_devi_lane_id(void)

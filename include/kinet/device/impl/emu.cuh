@@ -103,6 +103,10 @@ KINET_DEV_FN uint64_t kinet_devi_load_acquire_u64_sys(const uint64_t *p)
 {
 	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
+KINET_DEV_FN uint32_t kinet_devi_load_acquire_u32_sys(const uint32_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
 KINET_DEV_FN uint64_t kinet_devi_load_acquire_u64_gpu(const uint64_t *p)
 {
 	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
@@ -223,6 +227,12 @@ KINET_DEV_FN uint64_t kinet_devi_atomic_add_u64_sys(uint64_t *p, uint64_t v)
 KINET_DEV_FN uint64_t kinet_devi_atomic_cas_u64_sys(uint64_t *p, uint64_t expected, uint64_t desired)
 {
 	__atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	return expected;
+}
+/* Acquire and release at once: a semaphore item changing hands. */
+KINET_DEV_FN uint32_t kinet_devi_atomic_cas_u32_sys(uint32_t *p, uint32_t expected, uint32_t desired)
+{
+	__atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 	return expected;
 }
 KINET_DEV_FN void kinet_devi_red_add_u64_sys(uint64_t *p, uint64_t v)
