@@ -9,6 +9,7 @@
 #   KINET_TEST_JOBS  parallel host tests (default 2)
 #   KINET_CMAKE_ARGS extra cmake configure arguments
 #   KINET_CTEST_TIMEOUT  per-test time limit in seconds (default 300)
+#   KINET_GPU_LONG   1: also the soaks (ctest -L long)
 set -uo pipefail
 
 # Policy of the GPU machine: NVLink multicast stays off.
@@ -64,9 +65,14 @@ CTEST_TIMEOUT=(--timeout "${KINET_CTEST_TIMEOUT:-300}")
 # what showed that a cudaMemcpy could land after the operation posted
 # behind it (docs/architecture/soft-nic.md).
 step ctest-gpu ctest -L gpu --output-on-failure --no-tests=error -j 4 "${CTEST_TIMEOUT[@]}"
+# The long mode: the soaks (label long; examples/transceiver's 10 million
+# requests), minutes each.
+if [ "${KINET_GPU_LONG:-0}" = 1 ]; then
+	step ctest-long ctest -L long --output-on-failure --no-tests=error "${CTEST_TIMEOUT[@]}"
+fi
 # The format check is left to the Debian CI image: clang-format output differs
 # between versions, and this machine's is not the reference one.
-step ctest-host ctest -LE '^(gpu|format)$' --output-on-failure -j "$KINET_TEST_JOBS" "${CTEST_TIMEOUT[@]}"
+step ctest-host ctest -LE '^(gpu|format|long)$' --output-on-failure -j "$KINET_TEST_JOBS" "${CTEST_TIMEOUT[@]}"
 if [ -x examples/put_signal_pingpong ]; then
 	step demo timeout 300 examples/put_signal_pingpong
 else

@@ -117,6 +117,7 @@ static const struct kinet_env_var vars[] = {
 	INT("KINET_FUZZ_SMOKE_SECONDS", 1, 86400, "60", true, "scripts",
 	    "scripts/test.sh: fuzz smoke time (s)"),
 	STR("KINET_CMAKE_ARGS", NULL, "scripts", "scripts/gpu-test.sh: extra cmake configure arguments"),
+	BOOL("KINET_GPU_LONG", "0", true, "scripts", "scripts/gpu-test.sh: also the soaks (ctest -L long)"),
 	INT("KINET_CTEST_TIMEOUT", 1, 86400, "300", true, "scripts",
 	    "scripts/gpu-test.sh: per-test limit (s)"),
 	INT("KINET_BENCH_BUDGET_S", 1, 86400, "330", true, "scripts",
