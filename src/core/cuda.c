@@ -76,6 +76,22 @@ enum kinet_mem_type kinet_cuda_mem_type(const void *ptr, int *device)
 #endif
 }
 
+int kinet_cuda_host_native_atomics(int device)
+{
+#ifdef KINET_HAVE_CUDA
+	int v = 0;
+
+	if (cudaDeviceGetAttribute(&v, cudaDevAttrHostNativeAtomicSupported, device) != cudaSuccess) {
+		cudaGetLastError();
+		return 0;
+	}
+	return v != 0;
+#else
+	(void)device;
+	return 1;
+#endif
+}
+
 int kinet_cuda_peer_access(int from, int to)
 {
 #ifdef KINET_HAVE_CUDA

@@ -41,6 +41,9 @@ void kinet_cuda_free(struct kinet_ctx *ctx, void *dev);
 /* 0 once device `from` can access device `to`'s memory (peer access
  * enabled), else -ENODEV (cuda.c). */
 int kinet_cuda_peer_access(int from, int to);
+/* Whether device's atomics on host memory are atomic with the CPU's
+ * (cudaDevAttrHostNativeAtomicSupported); 1 without CUDA. */
+int kinet_cuda_host_native_atomics(int device);
 /* 0 and the device address minus the host address of pinned, mapped host
  * memory; -ENOENT for memory the GPU cannot reach (cuda.c). */
 int kinet_cuda_host_mapping(const void *ptr, uint64_t *delta);

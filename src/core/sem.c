@@ -25,6 +25,7 @@ struct kinet_sem {
 	uint8_t *base;		   /* host pointer; for GPU memory the device pointer */
 	uint8_t *dbase;		   /* device-usable pointer to the same */
 	struct kinet_dev_sem *dev; /* exported descriptor, or NULL */
+	uint32_t dev_flags;	   /* KINET_DEV_SEM_* */
 	pthread_mutex_t export_lock;
 };
 
@@ -149,6 +150,17 @@ int kinet_sem_create(struct kinet_ctx *ctx, const struct kinet_sem_attr *attr, s
 		pthread_mutex_destroy(&sem->export_lock);
 		free(sem);
 		return ret;
+	}
+
+	/* Seen on the H200 (PCIe): a kernel's compare-and-set on a host-memory
+	 * status, failing or not, undid a status the CPU had stored
+	 * (tests/gpu/test_sem_gpu.cu): refuse it there rather than lose an
+	 * item. */
+	if (sem->mem != KINET_SEM_MEM_GPU && ctx->cuda_device >= 0 &&
+	    !kinet_cuda_host_native_atomics(ctx->cuda_device)) {
+		sem->dev_flags |= KINET_DEV_SEM_NO_HOST_CAS;
+		KINET_DBG(
+			"sem: host memory without host-native GPU atomics: kinet_dev_sem_cas_status refuses");
 	}
 
 	pthread_mutex_lock(&ctx->obj_lock);
@@ -366,6 +378,7 @@ int kinet_sem_export(struct kinet_sem *sem, struct kinet_dev_sem **dsem)
 		d.custom_size = sem->custom_size;
 		d.custom_stride = sem->custom_stride;
 		d.mem = (uint32_t)sem->mem;
+		d.flags = sem->dev_flags;
 		ret = kinet_cuda_export_copy(sem->ctx, &d, sizeof(d), (void **)&sem->dev);
 	}
 	if (!ret)

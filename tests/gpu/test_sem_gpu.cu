@@ -1,12 +1,15 @@
 /*
- * GPU semaphores with real kernels: producer blocks claim items with
- * kinet_dev_sem_cas_status (FREE or DONE -> HOLD), write a numbered
- * batch's packet info and custom info and mark the item READY; the
- * consumer checks and marks it DONE, and the producers reuse it.
+ * GPU semaphores with real kernels: producer blocks claim items (FREE or
+ * DONE -> HOLD), write a numbered batch's packet info and custom info and
+ * mark the item READY; the consumer checks and marks it DONE, and the
+ * producers reuse it.
  *  - kernel -> CPU: a host-mapped ring, the CPU consuming through the
- *    host API while the kernel runs;
+ *    host API while the kernel runs; each producer owns its items and
+ *    waits for them (a compare-and-set there is refused where the GPU has
+ *    no host-native atomics, which is checked first);
  *  - kernel -> kernel: a ring in GPU memory, block 0 of the same launch
- *    consuming through the device API;
+ *    consuming through the device API, producers claiming any item by
+ *    kinet_dev_sem_cas_status;
  *  - the host API on a GPU-memory ring (the copies; no host address).
  * Checked as tests/host/device/test_dev_sem.c: every batch once, never an
  * older batch's info under a new READY.  Skips (exit 77) without a CUDA
@@ -87,18 +90,29 @@ __device__ static void dev_fail(struct ctl *c, unsigned line)
 		}                                                                                            \
 	} while (0)
 
-__device__ static void producer(const struct kinet_dev_sem *s, struct ctl *c, unsigned id)
+/* Claims an item: owner (a ring the CPU also writes: GPUNetIO's pattern)
+ * waits for one of its own items, id, id + PRODUCERS, ..., to be FREE or
+ * DONE; otherwise any item, by compare-and-set (GPU memory). */
+__device__ static void producer(const struct kinet_dev_sem *s, struct ctl *c, unsigned id, bool owner)
 {
 	uint32_t idx = id % NITEMS, iter = 0;
 	uint64_t start = kinet_dev_now_ns();
 
 	while (!*(volatile unsigned *)&c->failed) {
 		enum kinet_sem_status seen;
-		int r = kinet_dev_sem_cas_status(s, idx, KINET_SEM_FREE, KINET_SEM_HOLD, &seen);
-		if (r == -EAGAIN && seen == KINET_SEM_DONE)
-			r = kinet_dev_sem_cas_status(s, idx, KINET_SEM_DONE, KINET_SEM_HOLD, &seen);
+		int r;
+		if (owner) {
+			D_CHECK(c, kinet_dev_sem_get_status(s, idx, &seen) == 0);
+			r = seen == KINET_SEM_FREE || seen == KINET_SEM_DONE ? 0 : -EAGAIN;
+			if (!r)
+				D_CHECK(c, kinet_dev_sem_set_status(s, idx, KINET_SEM_HOLD) == 0);
+		} else {
+			r = kinet_dev_sem_cas_status(s, idx, KINET_SEM_FREE, KINET_SEM_HOLD, &seen);
+			if (r == -EAGAIN && seen == KINET_SEM_DONE)
+				r = kinet_dev_sem_cas_status(s, idx, KINET_SEM_DONE, KINET_SEM_HOLD, &seen);
+		}
 		if (r == -EAGAIN) {
-			idx = (idx + 1) % NITEMS;
+			idx = owner ? (idx + PRODUCERS) % NITEMS : (idx + 1) % NITEMS;
 			kinet_dev_relax(iter++);
 			D_CHECK(c, kinet_dev_now_ns() - start < SPIN_LIMIT_NS);
 			continue;
@@ -119,7 +133,7 @@ __device__ static void producer(const struct kinet_dev_sem *s, struct ctl *c, un
 		for (int k = 8; k < CUSTOM; k++)
 			cu[k] = batch_byte(b, k);
 		D_CHECK(c, kinet_dev_sem_set_status(s, idx, KINET_SEM_READY) == 0);
-		idx = (idx + 1) % NITEMS;
+		idx = owner ? (idx + PRODUCERS) % NITEMS : (idx + 1) % NITEMS;
 	}
 }
 
@@ -171,7 +185,14 @@ __global__ void ring_kernel(const struct kinet_dev_sem *s, struct ctl *c, uint8_
 	if (seen && blockIdx.x == 0)
 		consumer(s, c, seen);
 	else
-		producer(s, c, blockIdx.x);
+		producer(s, c, blockIdx.x, seen == NULL);
+}
+
+/* One compare-and-set that changes nothing: what it returns. */
+__global__ void cas_kernel(const struct kinet_dev_sem *s, int *r)
+{
+	enum kinet_sem_status seen;
+	*r = kinet_dev_sem_cas_status(s, 0, KINET_SEM_FREE, KINET_SEM_FREE, &seen);
 }
 
 static uint64_t now_ns(void)
@@ -214,6 +235,17 @@ KT_TEST(kernel_to_cpu)
 	KT_CHECK(sem != NULL);
 	struct kinet_dev_sem *d = NULL;
 	KT_OK(kinet_sem_export(sem, &d));
+	/* A compare-and-set on host memory: refused where the GPU's atomics
+	 * there are not the CPU's. */
+	int native = 0, *r = NULL, *dr = NULL;
+	CUDA_OK(cudaDeviceGetAttribute(&native, cudaDevAttrHostNativeAtomicSupported, 0));
+	CUDA_OK(cudaHostAlloc((void **)&r, sizeof(int), cudaHostAllocMapped));
+	CUDA_OK(cudaHostGetDevicePointer((void **)&dr, r, 0));
+	*r = 1;
+	cas_kernel<<<1, 1>>>(d, dr);
+	CUDA_OK(cudaDeviceSynchronize());
+	KT_CHECK_EQ(*(volatile int *)r, native ? 0 : -EOPNOTSUPP);
+	cudaFreeHost(r);
 	struct ctl *c = NULL, *dc = NULL;
 	CUDA_OK(cudaHostAlloc((void **)&c, sizeof(*c), cudaHostAllocMapped));
 	memset(c, 0, sizeof(*c));

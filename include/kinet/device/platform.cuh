@@ -40,11 +40,15 @@
 #ifndef ETIMEDOUT
 #define ETIMEDOUT 110
 #endif
+#ifndef EOPNOTSUPP
+#define EOPNOTSUPP 95
+#endif
 #define KINET_DEV_OK 0
 #define KINET_DEV_EAGAIN (-EAGAIN)
 #define KINET_DEV_EIO (-EIO)
 #define KINET_DEV_EINVAL (-EINVAL)
 #define KINET_DEV_ETIMEDOUT (-ETIMEDOUT)
+#define KINET_DEV_EOPNOTSUPP (-EOPNOTSUPP)
 
 #include "kinet/device/impl/platform.cuh"
 

@@ -39,9 +39,12 @@ KINET_DEV_FN int kinet_dev_sem_set_status(const struct kinet_dev_sem *sem, uint3
 }
 
 /* Sets item idx's status to desired if it is expected, atomically among
- * GPU threads (and with the CPU where system atomics on the ring's memory
- * are atomic: docs/ETHERNET.md).  0 when it was set; -EAGAIN when the
- * status was another, which *seen (may be NULL) then holds. */
+ * GPU threads.  0 when it was set; -EAGAIN when the status was another
+ * (*seen, if not NULL, has it); -EOPNOTSUPP for a ring in host memory
+ * where the GPU has no host-native atomics (PCIe hosts: a GPU
+ * compare-and-set there can undo a status the CPU stored; give each item
+ * one GPU owner instead, docs/ETHERNET.md); -EINVAL for a bad index or
+ * status. */
 KINET_DEV_FN int kinet_dev_sem_cas_status(const struct kinet_dev_sem *sem, uint32_t idx,
 					  enum kinet_sem_status expected, enum kinet_sem_status desired,
 					  enum kinet_sem_status *seen)

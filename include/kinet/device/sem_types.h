@@ -52,7 +52,13 @@ struct kinet_dev_sem {
 	uint32_t custom_size;	/* bytes of custom info per item, as created */
 	uint32_t custom_stride; /* custom_size rounded up to 16 */
 	uint32_t mem;		/* enum kinet_sem_mem (kinet/eth.h) */
+	uint32_t flags;		/* KINET_DEV_SEM_* */
 };
+/* The ring is host memory and the GPU has no host-native atomics (a PCIe
+ * host: cudaDevAttrHostNativeAtomicSupported is 0): a GPU compare-and-set
+ * there is not atomic with the CPU's stores, so kinet_dev_sem_cas_status
+ * refuses (-EOPNOTSUPP). */
+#define KINET_DEV_SEM_NO_HOST_CAS 1u
 
 #ifdef __cplusplus
 }

@@ -50,6 +50,8 @@ KINET_DEV_FN int kinet_devi_sem_cas_status(const struct kinet_dev_sem *sem, uint
 	uint32_t old;
 	if (!it || (uint32_t)desired > KINET_SEM_STATUS_MAX)
 		return KINET_DEV_EINVAL;
+	if (sem->flags & KINET_DEV_SEM_NO_HOST_CAS)
+		return KINET_DEV_EOPNOTSUPP;
 	old = kinet_devi_atomic_cas_u32_sys(&it->status, (uint32_t)expected, (uint32_t)desired);
 	if (seen)
 		*seen = (enum kinet_sem_status)old;
