@@ -39,9 +39,9 @@ done
 timeout 120 "$perf" write --lat -s 8 --initiator gpu >"$out/floor" 2>&1 || failed=1
 
 where=$(grep -m1 -o 'server kernel on [^;]*' "$out/one_send")
-floor=$(grep -m1 -E 'signalling round trip|thread<->thread round trip' "$out/floor" |
-	sed -E 's/.*median +([0-9.]+) us.*/\1/')
-floor_name=$(grep -m1 -oE 'GPU<->CPU signalling round trip|CPU thread<->thread round trip' "$out/floor")
+floor_line=$(grep -m1 -E 'GPU<->CPU round trip|thread<->thread round trip' "$out/floor")
+floor=$(printf '%s\n' "$floor_line" | sed -E 's/.*median +([0-9.]+) us.*/\1/')
+floor_name=$(printf '%s\n' "$floor_line" | sed -E 's/^# *//; s/ +median.*//')
 echo "transceiver, $where, $size-byte payloads, $requests requests per row, one QP, back to back"
 echo
 echo "| processes | request by | service | min us | median us | p99 us | p99.9 us | answers/s | median / floor |"

@@ -19,6 +19,11 @@
  *   --op send|write_imm|mixed  how requests travel (default mixed)
  *   --rate R                requests per second per QP (default 0: back to back)
  *   --window W              requests in flight per QP (default 1, at most 48)
+ *   --rx-mem gpu|host       the kernel's request, receive and answer rings in
+ *                           GPU memory (default, as a NIC would write them) or
+ *                           in pinned host memory the kernel maps (the
+ *                           software NIC then writes them without the copy
+ *                           engine)
  *   --idle-ms MS            a server with no request this long stops with an
  *                           error; the client's answer timeout (default 10000)
  *   --client                with two ranks: this rank is the client whatever
@@ -63,8 +68,14 @@ __global__ void serve_kernel(struct server_args a)
 }
 #endif
 
+/* Where a ring lives: plain host memory (the CPU's side), GPU memory, or
+ * pinned host memory mapped for the kernel (same address on both sides:
+ * unified addressing). */
+enum buf_mem { MEM_HOST, MEM_GPU, MEM_MAPPED };
+
 struct options {
 	int gpu, cpu, nqps, force_client, require_gpu;
+	enum buf_mem server_mem; /* the kernel's rings */
 	struct client_opts c;
 	uint64_t idle_ns;
 };
@@ -129,6 +140,28 @@ static void *host_alloc(size_t n)
 	return p;
 }
 
+static void *pinned_alloc(size_t n)
+{
+#if defined(KINET_HOST_EMU)
+	return host_alloc(n);
+#else
+	void *p = NULL;
+	if (cudaHostAlloc(&p, n, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess)
+		return NULL;
+	memset(p, 0, n);
+	return p;
+#endif
+}
+
+static void pinned_free(void *p)
+{
+#if defined(KINET_HOST_EMU)
+	free(p);
+#else
+	cudaFreeHost(p);
+#endif
+}
+
 /* ---- objects ---- */
 
 #define CHECK(call)                                                                                          \
@@ -146,10 +179,10 @@ struct endpoint {
 	struct kinet_mr *mr;
 	uint8_t *buf;
 	size_t bytes;
-	int device; /* buf is dev_alloc'd */
+	enum buf_mem mem;
 };
 
-static int endpoint_open(struct kinet_ctx *ctx, struct endpoint *e, size_t bytes, int device)
+static int endpoint_open(struct kinet_ctx *ctx, struct endpoint *e, size_t bytes, enum buf_mem mem)
 {
 	struct kinet_cq_attr ca;
 	struct kinet_qp_attr qa;
@@ -169,8 +202,10 @@ static int endpoint_open(struct kinet_ctx *ctx, struct endpoint *e, size_t bytes
 	qa.timeout_ms = 5000;
 	CHECK(kinet_qp_create(ctx, &qa, &e->qp));
 	e->bytes = bytes;
-	e->device = device;
-	e->buf = (uint8_t *)(device ? dev_alloc(bytes) : host_alloc(bytes));
+	e->mem = mem;
+	e->buf = (uint8_t *)(mem == MEM_GPU	 ? dev_alloc(bytes)
+			     : mem == MEM_MAPPED ? pinned_alloc(bytes)
+						 : host_alloc(bytes));
 	if (!e->buf)
 		return -ENOMEM;
 	CHECK(kinet_mr_reg(ctx, e->buf, bytes, KINET_ACCESS_LOCAL_WRITE | KINET_ACCESS_REMOTE_WRITE, &e->mr));
@@ -188,7 +223,9 @@ static void endpoint_close(struct endpoint *e)
 	if (e->recv_cq)
 		kinet_cq_destroy(e->recv_cq);
 	if (e->buf)
-		e->device ? dev_free(e->buf) : free(e->buf);
+		e->mem == MEM_GPU      ? dev_free(e->buf)
+		: e->mem == MEM_MAPPED ? pinned_free(e->buf)
+				       : free(e->buf);
 }
 
 /* What a rank tells the other about one of its endpoints. */
@@ -355,9 +392,10 @@ static int run_service(struct job *j, const struct options *o, int gpu)
 	/* Server endpoints first, then client endpoints, in this process's
 	 * entries: [0, n) serve, [n, 2n) ask (one process: both). */
 	for (int i = 0; i < n; i++) {
-		if (j->serves && (rc = endpoint_open(j->ctx, &srv[i], (size_t)3 * SLOTS * MSG_BYTES, gpu)))
+		if (j->serves && (rc = endpoint_open(j->ctx, &srv[i], (size_t)3 * SLOTS * MSG_BYTES,
+						     gpu ? o->server_mem : MEM_HOST)))
 			return rc;
-		if (j->asks && (rc = endpoint_open(j->ctx, &cli[i], (size_t)2 * SLOTS * MSG_BYTES, 0)))
+		if (j->asks && (rc = endpoint_open(j->ctx, &cli[i], (size_t)2 * SLOTS * MSG_BYTES, MEM_HOST)))
 			return rc;
 	}
 	memset(mine, 0, sizeof(mine));
@@ -479,6 +517,7 @@ static int parse(int argc, char **argv, struct options *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->gpu = o->cpu = 1;
+	o->server_mem = MEM_GPU;
 	o->nqps = 2;
 	o->c.requests = 10000;
 	o->c.size = 16;
@@ -515,6 +554,10 @@ static int parse(int argc, char **argv, struct options *o)
 							    : OP_MIXED;
 			if (strcmp(v, "send") && strcmp(v, "write_imm") && strcmp(v, "mixed"))
 				return -EINVAL;
+		} else if (!strcmp(a, "--rx-mem")) {
+			if (strcmp(v, "gpu") && strcmp(v, "host"))
+				return -EINVAL;
+			o->server_mem = !strcmp(v, "gpu") ? MEM_GPU : MEM_MAPPED;
 		} else if (!strcmp(a, "--rate")) {
 			o->c.rate = atof(v);
 		} else if (!strcmp(a, "--window")) {
