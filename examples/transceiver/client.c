@@ -13,14 +13,35 @@
 
 #include "host.h"
 
-#define STOP_SEQ UINT64_MAX
-
 uint64_t now_ns(void)
 {
 	struct timespec t;
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+int post_send_draining(struct kinet_qp *qp, struct kinet_cq *send_cq, const struct kinet_send_wr *wr)
+{
+	for (uint64_t start = now_ns();;) {
+		struct kinet_wc wc[16];
+		int rc = kinet_qp_post_send(qp, wr, 1, NULL), n;
+
+		while ((n = kinet_cq_poll(send_cq, 16, wc)) > 0)
+			for (int k = 0; k < n; k++)
+				if (wc[k].status) {
+					fprintf(stderr, "transceiver: send %llu failed: %s\n",
+						(unsigned long long)wc[k].wr_id,
+						kinet_wc_status_str(wc[k].status));
+					return -EIO;
+				}
+		if (n < 0)
+			return n;
+		if (rc != -EAGAIN && rc != -ENOMEM)
+			return rc;
+		if (now_ns() - start > 5000000000ull)
+			return -ETIMEDOUT; /* the send queue never drained */
+	}
 }
 
 static uint8_t *answer_slot(const struct client_qp *q, uint32_t slot)
@@ -53,7 +74,7 @@ int client_prepare(struct client_qp *q, int nqps)
 }
 
 /* Posts request seq (or STOP) of QP qi; every 16th is signaled, and the
- * send CQ is drained here so it never overruns. */
+ * send CQ is drained as it posts so it never overruns. */
 static int post_request(struct client_qp *q, uint32_t qi, uint64_t seq, uint32_t size, enum request_op op)
 {
 	uint32_t slot = (uint32_t)(seq % SLOTS);
@@ -62,8 +83,6 @@ static int post_request(struct client_qp *q, uint32_t qi, uint64_t seq, uint32_t
 	uint32_t *words = (uint32_t *)(void *)(m + HEADER_BYTES);
 	struct kinet_sge sge = {(uint64_t)(uintptr_t)m, HEADER_BYTES + size, kinet_mr_lkey(q->mr)};
 	struct kinet_send_wr wr;
-	struct kinet_wc wc[16];
-	int n, rc;
 
 	memcpy(m, &h, sizeof(h));
 	for (uint32_t i = 0; i < size / 4; i++)
@@ -84,24 +103,7 @@ static int post_request(struct client_qp *q, uint32_t qi, uint64_t seq, uint32_t
 		if (sge.length <= 64)
 			wr.send_flags |= KINET_SEND_INLINE;
 	}
-	for (uint64_t start = now_ns();;) {
-		rc = kinet_qp_post_send(q->qp, &wr, 1, NULL);
-		while ((n = kinet_cq_poll(q->send_cq, 16, wc)) > 0)
-			for (int i = 0; i < n; i++)
-				if (wc[i].status) {
-					fprintf(stderr,
-						"transceiver client: QP %u: request %llu failed: %s\n", qi,
-						(unsigned long long)wc[i].wr_id,
-						kinet_wc_status_str(wc[i].status));
-					return -EIO;
-				}
-		if (n < 0)
-			return n;
-		if (rc != -EAGAIN && rc != -ENOMEM)
-			return rc;
-		if (now_ns() - start > 5000000000ull)
-			return -ETIMEDOUT; /* the send queue never drained */
-	}
+	return post_send_draining(q->qp, q->send_cq, &wr);
 }
 
 struct qp_state {

@@ -9,8 +9,6 @@
 
 #include "host.h"
 
-#define STOP_SEQ UINT64_MAX
-
 static uint8_t *ring(const struct cpu_server_qp *s, uint32_t which, uint32_t slot)
 {
 	return s->buf + ((size_t)which * SLOTS + slot) * MSG_BYTES;
@@ -88,24 +86,9 @@ static int serve_one(struct cpu_server_qp *s, const struct kinet_wc *wc, struct 
 		wr.send_flags |= KINET_SEND_INLINE;
 	if (st->served % 16 == 15 || stop)
 		wr.send_flags |= KINET_SEND_SIGNALED;
-	for (uint64_t start = now_ns();;) {
-		struct kinet_wc sw[16];
-		int rc = kinet_qp_post_send(s->qp, &wr, 1, NULL), n;
-
-		while ((n = kinet_cq_poll(s->send_cq, 16, sw)) > 0)
-			for (int k = 0; k < n; k++)
-				if (sw[k].status)
-					return -EIO;
-		if (n < 0)
-			return n;
-		if (rc != -EAGAIN && rc != -ENOMEM) {
-			if (rc)
-				return rc;
-			break;
-		}
-		if (now_ns() - start > 5000000000ull)
-			return -ETIMEDOUT;
-	}
+	int rc = post_send_draining(s->qp, s->send_cq, &wr);
+	if (rc)
+		return rc;
 	st->served++;
 	return stop;
 }

@@ -76,6 +76,9 @@ int cpu_server_prepare(struct cpu_server_qp *s, int nqps);
 int cpu_server_run(struct cpu_server_qp *s, int nqps, uint64_t idle_ns, struct server_status *status);
 
 uint64_t now_ns(void);
+/* Posts one send, draining send_cq (its error completions fail the call)
+ * and retrying while the send queue is full, for at most 5 s. */
+int post_send_draining(struct kinet_qp *qp, struct kinet_cq *send_cq, const struct kinet_send_wr *wr);
 
 #ifdef __cplusplus
 }
