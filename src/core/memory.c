@@ -135,7 +135,9 @@ void *kinet_cuda_alloc(struct kinet_ctx *ctx, size_t size)
 	return kinet_host_alloc(ctx, size);
 }
 
-int kinet_cuda_copy_in(struct kinet_ctx *ctx, void *dev, const void *src, size_t size)
+/* A synchronous copy on the context's copy stream: complete on return.
+ * cudaMemcpyDefault: the direction follows from the two addresses. */
+static int copy_sync(struct kinet_ctx *ctx, void *dst, const void *src, size_t size)
 {
 #ifdef KINET_HAVE_CUDA
 	if (ctx->cuda_device >= 0) {
@@ -145,11 +147,11 @@ int kinet_cuda_copy_in(struct kinet_ctx *ctx, void *dev, const void *src, size_t
 		cudaSetDevice(ctx->cuda_device);
 		s = copy_stream(ctx->cuda_device);
 		if (s) {
-			e = cudaMemcpyAsync(dev, src, size, cudaMemcpyHostToDevice, s);
+			e = cudaMemcpyAsync(dst, src, size, cudaMemcpyDefault, s);
 			if (e == cudaSuccess)
 				e = cudaStreamSynchronize(s);
 		} else {
-			e = cudaMemcpy(dev, src, size, cudaMemcpyHostToDevice);
+			e = cudaMemcpy(dst, src, size, cudaMemcpyDefault);
 		}
 		if (e != cudaSuccess) {
 			KINET_ERR("cudaMemcpy(%zu): %s", size, cudaGetErrorString(e));
@@ -161,38 +163,18 @@ int kinet_cuda_copy_in(struct kinet_ctx *ctx, void *dev, const void *src, size_t
 #else
 	(void)ctx;
 #endif
-	memcpy(dev, src, size);
+	memcpy(dst, src, size);
 	return 0;
+}
+
+int kinet_cuda_copy_in(struct kinet_ctx *ctx, void *dev, const void *src, size_t size)
+{
+	return copy_sync(ctx, dev, src, size);
 }
 
 int kinet_cuda_copy_out(struct kinet_ctx *ctx, void *dst, const void *dev, size_t size)
 {
-#ifdef KINET_HAVE_CUDA
-	if (ctx->cuda_device >= 0) {
-		cudaStream_t s;
-		cudaError_t e;
-
-		cudaSetDevice(ctx->cuda_device);
-		s = copy_stream(ctx->cuda_device);
-		if (s) {
-			e = cudaMemcpyAsync(dst, dev, size, cudaMemcpyDeviceToHost, s);
-			if (e == cudaSuccess)
-				e = cudaStreamSynchronize(s);
-		} else {
-			e = cudaMemcpy(dst, dev, size, cudaMemcpyDeviceToHost);
-		}
-		if (e != cudaSuccess) {
-			KINET_ERR("cudaMemcpy(%zu): %s", size, cudaGetErrorString(e));
-			cudaGetLastError();
-			return -EIO;
-		}
-		return 0;
-	}
-#else
-	(void)ctx;
-#endif
-	memcpy(dst, dev, size);
-	return 0;
+	return copy_sync(ctx, dst, dev, size);
 }
 
 void kinet_cuda_free(struct kinet_ctx *ctx, void *dev)

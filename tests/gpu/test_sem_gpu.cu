@@ -26,31 +26,13 @@
 #include "kinet/device.cuh"
 #include "kinet/eth.h"
 #include "kinet/kinet.h"
-#include "kt.h"
+#include "kt_dev.h"
 
 #define NITEMS 8
 #define CUSTOM 40
 #define PRODUCERS 4
 #define BATCHES 20000
 #define SPIN_LIMIT_NS (20ull * 1000000000ull)
-
-static int gpu_count(void)
-{
-	int n = 0;
-	if (cudaGetDeviceCount(&n) != cudaSuccess) {
-		cudaGetLastError();
-		return 0;
-	}
-	return n;
-}
-
-#define NEED_GPU()                                                                                           \
-	do {                                                                                                 \
-		if (gpu_count() <= 0)                                                                        \
-			KT_SKIP("no CUDA device");                                                           \
-	} while (0)
-
-#define CUDA_OK(call) KT_CHECK_EQ((int)(call), (int)cudaSuccess)
 
 /* Host-mapped: both sides see it. */
 struct ctl {
@@ -228,7 +210,7 @@ static struct kinet_sem *make_sem(struct kinet_ctx *ctx, enum kinet_sem_mem mem)
 
 KT_TEST(kernel_to_cpu)
 {
-	NEED_GPU();
+	G_NEED_GPU();
 	struct kinet_ctx *ctx = open_gpu_ctx();
 	KT_CHECK(ctx != NULL);
 	struct kinet_sem *sem = make_sem(ctx, KINET_SEM_MEM_HOST_MAPPED);
@@ -238,23 +220,23 @@ KT_TEST(kernel_to_cpu)
 	/* A compare-and-set on host memory: refused where the GPU's atomics
 	 * there are not the CPU's. */
 	int native = 0, *r = NULL, *dr = NULL;
-	CUDA_OK(cudaDeviceGetAttribute(&native, cudaDevAttrHostNativeAtomicSupported, 0));
-	CUDA_OK(cudaHostAlloc((void **)&r, sizeof(int), cudaHostAllocMapped));
-	CUDA_OK(cudaHostGetDevicePointer((void **)&dr, r, 0));
+	G_CUDA(cudaDeviceGetAttribute(&native, cudaDevAttrHostNativeAtomicSupported, 0));
+	G_CUDA(cudaHostAlloc((void **)&r, sizeof(int), cudaHostAllocMapped));
+	G_CUDA(cudaHostGetDevicePointer((void **)&dr, r, 0));
 	*r = 1;
 	cas_kernel<<<1, 1>>>(d, dr);
-	CUDA_OK(cudaDeviceSynchronize());
+	G_CUDA(cudaDeviceSynchronize());
 	KT_CHECK_EQ(*(volatile int *)r, native ? 0 : -EOPNOTSUPP);
 	cudaFreeHost(r);
 	struct ctl *c = NULL, *dc = NULL;
-	CUDA_OK(cudaHostAlloc((void **)&c, sizeof(*c), cudaHostAllocMapped));
+	G_CUDA(cudaHostAlloc((void **)&c, sizeof(*c), cudaHostAllocMapped));
 	memset(c, 0, sizeof(*c));
-	CUDA_OK(cudaHostGetDevicePointer((void **)&dc, c, 0));
+	G_CUDA(cudaHostGetDevicePointer((void **)&dc, c, 0));
 	static uint8_t seen[BATCHES];
 	memset(seen, 0, sizeof(seen));
 
 	ring_kernel<<<PRODUCERS, 32>>>(d, dc, NULL);
-	CUDA_OK(cudaGetLastError());
+	G_CUDA(cudaGetLastError());
 	uint64_t last[NITEMS], start = now_ns(), consumed = 0;
 	uint32_t idx = 0;
 	int bad = 0;
@@ -300,7 +282,7 @@ KT_TEST(kernel_to_cpu)
 	}
 	if (bad)
 		__atomic_store_n(&c->failed, 1u, __ATOMIC_RELEASE); /* stops the producers */
-	CUDA_OK(cudaDeviceSynchronize());
+	G_CUDA(cudaDeviceSynchronize());
 	if (c->fail_line)
 		fprintf(stderr, "device check failed at line %u\n", c->fail_line);
 	KT_CHECK(!bad && !c->failed);
@@ -312,7 +294,7 @@ KT_TEST(kernel_to_cpu)
 
 KT_TEST(kernel_to_kernel_gpu_memory)
 {
-	NEED_GPU();
+	G_NEED_GPU();
 	struct kinet_ctx *ctx = open_gpu_ctx();
 	KT_CHECK(ctx != NULL);
 	struct kinet_sem *sem = make_sem(ctx, KINET_SEM_MEM_GPU);
@@ -321,23 +303,23 @@ KT_TEST(kernel_to_kernel_gpu_memory)
 	KT_OK(kinet_sem_export(sem, &d));
 	struct ctl *c = NULL, *dc = NULL;
 	uint8_t *seen = NULL;
-	CUDA_OK(cudaHostAlloc((void **)&c, sizeof(*c), cudaHostAllocMapped));
+	G_CUDA(cudaHostAlloc((void **)&c, sizeof(*c), cudaHostAllocMapped));
 	memset(c, 0, sizeof(*c));
-	CUDA_OK(cudaHostGetDevicePointer((void **)&dc, c, 0));
-	CUDA_OK(cudaMalloc((void **)&seen, BATCHES));
-	CUDA_OK(cudaMemset(seen, 0, BATCHES));
+	G_CUDA(cudaHostGetDevicePointer((void **)&dc, c, 0));
+	G_CUDA(cudaMalloc((void **)&seen, BATCHES));
+	G_CUDA(cudaMemset(seen, 0, BATCHES));
 
 	/* 1 + PRODUCERS blocks of one warp: co-resident on any GPU. */
 	ring_kernel<<<1 + PRODUCERS, 32>>>(d, dc, seen);
-	CUDA_OK(cudaGetLastError());
-	CUDA_OK(cudaDeviceSynchronize());
+	G_CUDA(cudaGetLastError());
+	G_CUDA(cudaDeviceSynchronize());
 	if (c->fail_line)
 		fprintf(stderr, "device check failed at line %u after %llu batches\n", c->fail_line,
 			(unsigned long long)c->consumed);
 	KT_CHECK(!c->failed);
 	KT_CHECK_EQ(c->consumed, BATCHES);
 	static uint8_t host_seen[BATCHES];
-	CUDA_OK(cudaMemcpy(host_seen, seen, BATCHES, cudaMemcpyDeviceToHost));
+	G_CUDA(cudaMemcpy(host_seen, seen, BATCHES, cudaMemcpyDeviceToHost));
 	for (int b = 0; b < BATCHES; b++)
 		KT_CHECK(host_seen[b]);
 	/* The host API reads the GPU ring: nothing READY or HOLD left. */
@@ -355,7 +337,7 @@ KT_TEST(kernel_to_kernel_gpu_memory)
 /* The host calls on GPU memory go through copies; no host address. */
 KT_TEST(host_api_gpu_memory)
 {
-	NEED_GPU();
+	G_NEED_GPU();
 	struct kinet_ctx *ctx = open_gpu_ctx();
 	KT_CHECK(ctx != NULL);
 	struct kinet_sem *sem = make_sem(ctx, KINET_SEM_MEM_GPU);

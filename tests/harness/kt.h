@@ -43,6 +43,24 @@ extern int kt_skipped;
 		}                                                                                            \
 	} while (0)
 
+/* n bytes equal; else the first byte that differs is named. */
+static inline void kt_bytes_mismatch(const char *what, const uint8_t *got, const uint8_t *want, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (got[i] != want[i]) {
+			fprintf(stderr, "%s: byte %zu is 0x%02x, expected 0x%02x\n", what, i, got[i],
+				want[i]);
+			return;
+		}
+}
+
+#define KT_CHECK_BYTES(what, got, want, n)                                                                   \
+	do {                                                                                                 \
+		if (memcmp((got), (want), (n)) != 0)                                                         \
+			kt_bytes_mismatch((what), (const uint8_t *)(got), (const uint8_t *)(want), (n));     \
+		KT_CHECK(memcmp((got), (want), (n)) == 0);                                                   \
+	} while (0)
+
 /* For calls returning 0 or a negative errno. */
 #define KT_OK(call) KT_CHECK_EQ((call), 0)
 

@@ -11,24 +11,6 @@
 #include <stdint.h>
 #include <string.h>
 
-static void dump_mismatch(const char *what, const uint8_t *got, const uint8_t *want, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		if (got[i] != want[i]) {
-			fprintf(stderr, "%s: byte %zu is 0x%02x, expected 0x%02x\n", what, i, got[i],
-				want[i]);
-			return;
-		}
-	}
-}
-
-#define KT_CHECK_BYTES(what, got, want, n)                                                                   \
-	do {                                                                                                 \
-		if (memcmp((got), (want), (n)) != 0)                                                         \
-			dump_mismatch((what), (const uint8_t *)(got), (want), (n));                          \
-		KT_CHECK(memcmp((got), (want), (n)) == 0);                                                   \
-	} while (0)
-
 KT_TEST(be_round_trips)
 {
 	static const uint16_t v16[] = {0, 1, 0x00ff, 0xff00, 0x1234, 0xffff};
