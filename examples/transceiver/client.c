@@ -75,11 +75,12 @@ int client_prepare(struct client_qp *q, int nqps)
 
 /* Posts request seq (or STOP) of QP qi; every 16th is signaled, and the
  * send CQ is drained as it posts so it never overruns. */
-static int post_request(struct client_qp *q, uint32_t qi, uint64_t seq, uint32_t size, enum request_op op)
+static int post_request(struct client_qp *q, uint32_t qi, uint64_t seq, uint32_t kind, uint32_t size,
+			enum request_op op)
 {
 	uint32_t slot = (uint32_t)(seq % SLOTS);
 	uint8_t *m = request_slot(q, slot);
-	struct msg_header h = {seq, size, seq == STOP_SEQ ? KIND_STOP : KIND_REQUEST};
+	struct msg_header h = {seq, size, kind};
 	uint32_t *words = (uint32_t *)(void *)(m + HEADER_BYTES);
 	struct kinet_sge sge = {(uint64_t)(uintptr_t)m, HEADER_BYTES + size, kinet_mr_lkey(q->mr)};
 	struct kinet_send_wr wr;
@@ -186,8 +187,16 @@ int client_run(struct client_qp *q, const struct client_opts *o, struct client_r
 
 			while (s->next < o->requests && s->in_flight < o->window &&
 			       (period == 0 || (double)(now - t0) >= period * (double)s->next)) {
+				if (i == 0 && s->next == o->bad_request) {
+					/* no answer expected: not counted */
+					if ((rc = post_request(&q[i], 0, s->next, KIND_BAD, o->size, o->op)))
+						return fail(r, "posting the bad request", rc);
+					s->next = o->requests;
+					break;
+				}
 				s->t_send[s->next % SLOTS] = now_ns();
-				if ((rc = post_request(&q[i], (uint32_t)i, s->next, o->size, o->op)))
+				if ((rc = post_request(&q[i], (uint32_t)i, s->next, KIND_REQUEST, o->size,
+						       o->op)))
 					return fail(r, "posting a request", rc);
 				s->next++;
 				s->in_flight++;
@@ -213,11 +222,13 @@ int client_run(struct client_qp *q, const struct client_opts *o, struct client_r
 	r->seconds = (double)(last - t0) / 1e9;
 	r->lost = r->sent - r->answered;
 
-	/* STOP on every QP; each answered, bounded. */
-	for (int i = 0; i < o->nqps; i++)
-		if ((rc = post_request(&q[i], (uint32_t)i, STOP_SEQ, 0, OP_SEND)))
+	/* STOP on every QP whose server still runs; each answered, bounded. */
+	int first = o->bad_request < o->requests;
+	for (int i = first; i < o->nqps; i++)
+		if ((rc = post_request(&q[i], (uint32_t)i, STOP_SEQ, KIND_STOP, 0, OP_SEND)))
 			return fail(r, "posting STOP", rc);
-	for (uint64_t start = now_ns(); r->stop_acks < (uint64_t)o->nqps && now_ns() - start < o->timeout_ns;)
+	for (uint64_t start = now_ns();
+	     r->stop_acks < (uint64_t)(o->nqps - first) && now_ns() - start < o->timeout_ns;)
 		for (int i = 0; i < o->nqps; i++) {
 			int n = kinet_cq_poll(q[i].recv_cq, 16, wc);
 			for (int k = 0; k < n; k++)

@@ -44,7 +44,12 @@ struct client_opts {
 	double rate;	     /* requests per second per QP; 0: back to back */
 	uint32_t window;     /* requests in flight per QP, 1 .. SLOTS - REPOST_BATCH */
 	uint64_t timeout_ns; /* no answer for this long: the rest count as lost */
+	/* The error path: QP 0's request with this number carries an unknown
+	 * kind, and QP 0 sends nothing after it (its server must stop with
+	 * -EINVAL naming it).  NO_BAD_REQUEST: none. */
+	uint64_t bad_request;
 };
+#define NO_BAD_REQUEST UINT64_MAX
 
 struct client_result {
 	uint64_t sent, answered, lost, duplicated, wrong;
@@ -56,8 +61,8 @@ struct client_result {
 
 /* Posts the answer receives; call before the server can answer. */
 int client_prepare(struct client_qp *q, int nqps);
-/* Sends the requests, checks every answer, then sends STOP on every QP and
- * waits for its answer.  r->rtt_ns is allocated here (free it). */
+/* Sends the requests, checks every answer, then sends STOP on every QP (but
+ * QP 0 after a bad request) and waits for its answer.  r->rtt_ns is allocated here (free it). */
 int client_run(struct client_qp *q, const struct client_opts *o, struct client_result *r);
 
 /* One QP of the CPU loop: its receive ring, request ring and answer ring

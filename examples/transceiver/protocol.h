@@ -35,6 +35,7 @@
 #define IMM_SLOT_FLAG 0x80000000u
 #define KIND_REQUEST 1u
 #define KIND_STOP 2u
+#define KIND_BAD 0x77u	    /* no such kind: the error path's request */
 #define STOP_SEQ UINT64_MAX /* the STOP request's sequence number, echoed */
 #define MAX_PAYLOAD (MSG_BYTES - HEADER_BYTES)
 

@@ -24,6 +24,9 @@
  *                           in pinned host memory the kernel maps (the
  *                           software NIC then writes them without the copy
  *                           engine)
+ *   --bad-request N         the error path: QP 0's request N carries an unknown
+ *                           kind; its server must stop with -EINVAL naming N
+ *                           (then, and only then, the run succeeds)
  *   --idle-ms MS            a server with no request this long stops with an
  *                           error; the client's answer timeout (default 10000)
  *   --client                with two ranks: this rank is the client whatever
@@ -333,10 +336,26 @@ static void print_client(const char *service, const struct options *o, struct cl
 	fflush(stdout);
 }
 
-static int server_ok(const char *service, const struct server_status *st, int nqps)
+/* Every server stopped cleanly, but QP 0's after a bad request: that one
+ * must have failed with -EINVAL naming it. */
+static int server_ok(const char *service, const struct server_status *st, int nqps, uint64_t bad)
 {
 	int ok = 1;
-	for (int i = 0; i < nqps; i++)
+	for (int i = 0; i < nqps; i++) {
+		if (i == 0 && bad != NO_BAD_REQUEST) {
+			if (st[0].status == -EINVAL && st[0].seq == bad && !st[0].stopped) {
+				printf("%s server, QP 0: refused bad request %llu as expected (%s)\n",
+				       service, (unsigned long long)bad, kinet_strerror(st[0].status));
+				continue;
+			}
+			fprintf(stderr,
+				"transceiver: %s server, QP 0: status %d at request %llu, not -EINVAL at "
+				"%llu\n",
+				service, st[0].status, (unsigned long long)st[0].seq,
+				(unsigned long long)bad);
+			ok = 0;
+			continue;
+		}
 		if (st[i].status || !st[i].stopped) {
 			ok = 0;
 			fprintf(stderr,
@@ -346,6 +365,7 @@ static int server_ok(const char *service, const struct server_status *st, int nq
 				(unsigned long long)st[i].seq, (unsigned long long)st[i].recv_index,
 				(unsigned long long)st[i].served, st[i].stopped ? "" : ", no STOP");
 		}
+	}
 	return ok;
 }
 
@@ -475,13 +495,14 @@ static int run_service(struct job *j, const struct options *o, int gpu)
 	if (j->asks) {
 		rc = client_run(cq, &o->c, &res);
 		print_client(name, o, &res);
-		ok = !rc && !res.lost && !res.duplicated && !res.wrong && res.stop_acks == (uint64_t)n;
+		uint64_t stops = (uint64_t)n - (o->c.bad_request != NO_BAD_REQUEST);
+		ok = !rc && !res.lost && !res.duplicated && !res.wrong && res.stop_acks == stops;
 		if (!ok)
 			fprintf(stderr,
 				"transceiver: %s: %llu lost, %llu duplicated, %llu wrong, %llu of %d STOPs "
 				"answered\n",
 				name, (unsigned long long)res.lost, (unsigned long long)res.duplicated,
-				(unsigned long long)res.wrong, (unsigned long long)res.stop_acks, n);
+				(unsigned long long)res.wrong, (unsigned long long)res.stop_acks, (int)stops);
 		free(res.rtt_ns);
 	}
 	if (j->serves) {
@@ -499,7 +520,7 @@ static int run_service(struct job *j, const struct options *o, int gpu)
 		if (gpu && cudaDeviceSynchronize() != cudaSuccess)
 			return -EIO;
 #endif
-		ok &= server_ok(name, status, n);
+		ok &= server_ok(name, status, n, o->c.bad_request);
 	}
 	CHECK(barrier(j));
 	for (int i = 0; i < n; i++) {
@@ -518,6 +539,7 @@ static int parse(int argc, char **argv, struct options *o)
 	memset(o, 0, sizeof(*o));
 	o->gpu = o->cpu = 1;
 	o->server_mem = MEM_GPU;
+	o->c.bad_request = NO_BAD_REQUEST;
 	o->nqps = 2;
 	o->c.requests = 10000;
 	o->c.size = 16;
@@ -562,6 +584,8 @@ static int parse(int argc, char **argv, struct options *o)
 			o->c.rate = atof(v);
 		} else if (!strcmp(a, "--window")) {
 			o->c.window = (uint32_t)strtoul(v, NULL, 0);
+		} else if (!strcmp(a, "--bad-request")) {
+			o->c.bad_request = strtoull(v, NULL, 0);
 		} else if (!strcmp(a, "--idle-ms")) {
 			o->idle_ns = strtoull(v, NULL, 0) * 1000000ull;
 		} else {
@@ -571,7 +595,8 @@ static int parse(int argc, char **argv, struct options *o)
 	o->c.nqps = o->nqps;
 	o->c.timeout_ns = o->idle_ns;
 	if (o->nqps < 1 || o->nqps > MAX_QPS || o->c.size % 4 || o->c.size > MAX_PAYLOAD || o->c.window < 1 ||
-	    o->c.window > SLOTS - REPOST_BATCH || o->c.rate < 0 || !o->idle_ns)
+	    o->c.window > SLOTS - REPOST_BATCH || o->c.rate < 0 || !o->idle_ns ||
+	    (o->c.bad_request != NO_BAD_REQUEST && o->c.bad_request >= o->c.requests))
 		return -EINVAL;
 	return 0;
 }
