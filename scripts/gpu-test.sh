@@ -47,7 +47,9 @@ step() {
 } >"$LOG_DIR/gpu-env.log" 2>&1
 
 # KINET_CMAKE_ARGS: extra configure arguments, e.g. -DCMAKE_PREFIX_PATH=DIR
-# where DIR/include/rdma holds libfabric headers the machine lacks.
+# where DIR/include holds the headers the machine lacks: rdma/ (libfabric's:
+# the ofi carrier) and infiniband/ (rdma-core's: the verbs front door and
+# its GPU test, gpu_verbs_mlx5dv, which is not built without them).
 # shellcheck disable=SC2086
 if ! step configure cmake -S "$KINET_ROOT" -B "$BUILD_DIR" -DKINET_CUDA=ON -DCMAKE_CUDA_COMPILER="$NVCC" ${KINET_CMAKE_ARGS:-} ||
 	! step build cmake --build "$BUILD_DIR" -j "$(nproc)"; then
