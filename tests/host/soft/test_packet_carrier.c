@@ -9,7 +9,9 @@
  * socket's datagram arrives with its payload and a CLOCK_REALTIME stamp
  * taken between the send and the poll; a burst of 10,000 frames into a
  * 256-slot ring polled only now and then is all received or counted as
- * dropped; an unknown interface is -ENODEV; without CAP_NET_RAW open is
+ * dropped; frames whose checksums the software NIC filled (eth_csum.c)
+ * reach a UDP socket of the other namespace, and with either checksum
+ * off by one they do not; an unknown interface is -ENODEV; without CAP_NET_RAW open is
  * -EPERM; deleting the veth while a carrier polls is an error within a
  * bounded time, and send and wait report it too.
  *
@@ -22,6 +24,8 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
@@ -34,6 +38,8 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include "eth_csum.h"
+#include "kinet/wire_eth.h"
 #include "kt_host.h"
 #include "packet.h"
 
@@ -472,6 +478,107 @@ KT_TEST(udp_datagram_timestamp)
 	KT_CHECK(ts <= t1 + 1000000ull);
 }
 
+/* A UDP/IPv4 frame from side 0 to side 1's address and port, checksums
+ * by the software NIC's code (eth_csum.c); its length. */
+static uint32_t csum_frame(uint8_t *f, uint16_t port, const char *payload)
+{
+	uint32_t plen = (uint32_t)strlen(payload), ip_len = 20 + 8 + plen;
+
+	memset(f, 0, 14 + ip_len);
+	memcpy(f, net.mac[1], 6);
+	memcpy(f + 6, net.mac[0], 6);
+	f[12] = 0x08;
+	f[14] = 0x45;
+	f[16] = (uint8_t)(ip_len >> 8);
+	f[17] = (uint8_t)ip_len;
+	f[20] = 0x40;
+	f[22] = 64;
+	f[23] = IPPROTO_UDP;
+	inet_pton(AF_INET, net.addr[0], f + 26);
+	inet_pton(AF_INET, net.addr[1], f + 30);
+	f[34] = 0x30;
+	f[35] = 0x39;
+	f[36] = (uint8_t)(port >> 8);
+	f[37] = (uint8_t)port;
+	f[38] = (uint8_t)((8 + plen) >> 8);
+	f[39] = (uint8_t)(8 + plen);
+	memcpy(f + 42, payload, plen);
+	kinet_eth_csum_fill(f, 14 + ip_len, KINET_ETH_WQE_L3_CSUM | KINET_ETH_WQE_L4_CSUM);
+	return 14 + ip_len;
+}
+
+/* Whether the socket receives exactly want within ms. */
+static bool udp_got(int s, const char *want, int ms)
+{
+	char buf[256];
+	uint64_t deadline = kt_now_ms() + (uint64_t)ms;
+
+	while (kt_now_ms() < deadline) {
+		ssize_t n = recv(s, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n == (ssize_t)strlen(want) && !memcmp(buf, want, (size_t)n))
+			return true;
+		kt_sleep_ms(1);
+	}
+	return false;
+}
+
+/* The Linux stack of the other namespace judges the software NIC's
+ * checksums: a frame they fill is delivered to a UDP socket; with the UDP
+ * or the IPv4 header checksum off by one it is not (the receiving veth's
+ * rx checksum offload is turned off, else veth vouches for every frame and
+ * UDP checks nothing). */
+KT_TEST(checksums_linux)
+{
+	struct kinet_packet *tx = NULL;
+	struct sockaddr_in me = {.sin_family = AF_INET, .sin_port = htons(UDP_PORT + 1)};
+	struct ethtool_value ev = {.cmd = ETHTOOL_SRXCSUM, .data = 0};
+	struct ifreq ifr;
+	uint8_t f[256];
+	struct iovec iov = {f, 0};
+	bool rx_off;
+	int s;
+
+	NEED_NETNS();
+	KT_OK(open_on(0, TEST_ETHERTYPE + 2, 0, &tx));
+	KT_OK(enter(1));
+	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", net.veth[1]);
+	ifr.ifr_data = (char *)&ev;
+	rx_off = s >= 0 && ioctl(s, SIOCETHTOOL, &ifr) == 0;
+	leave();
+	KT_CHECK(s >= 0);
+	inet_pton(AF_INET, net.addr[1], &me.sin_addr);
+	KT_CHECK(bind(s, (struct sockaddr *)&me, sizeof(me)) == 0);
+
+	iov.iov_len = csum_frame(f, UDP_PORT + 1, "checksums 1");
+	KT_CHECK_EQ(send_all(tx, &iov, 1), 1);
+	KT_CHECK(udp_got(s, "checksums 1", KT_DEADLINE_MS));
+
+	/* The IPv4 header checksum off by one: ip_rcv always checks it. */
+	iov.iov_len = csum_frame(f, UDP_PORT + 1, "checksums 2");
+	f[25] ^= 1;
+	KT_CHECK_EQ(send_all(tx, &iov, 1), 1);
+	KT_CHECK(!udp_got(s, "checksums 2", 300));
+
+	if (rx_off) {
+		iov.iov_len = csum_frame(f, UDP_PORT + 1, "checksums 3");
+		f[41] ^= 1; /* UDP checksum */
+		KT_CHECK_EQ(send_all(tx, &iov, 1), 1);
+		KT_CHECK(!udp_got(s, "checksums 3", 300));
+	} else {
+		printf("checksums_linux: cannot turn the veth's rx checksum offload off (%s): the UDP "
+		       "checksum's refusal is not checked\n",
+		       strerror(errno));
+	}
+	/* And a good one still passes after the refused ones. */
+	iov.iov_len = csum_frame(f, UDP_PORT + 1, "checksums 4");
+	KT_CHECK_EQ(send_all(tx, &iov, 1), 1);
+	KT_CHECK(udp_got(s, "checksums 4", KT_DEADLINE_MS));
+	close(s);
+	kinet_packet_close(tx);
+}
+
 /* 10,000 frames at a 256-slot ring drained only every 512 frames: what
  * the carrier did not receive, the kernel counted as dropped. */
 KT_TEST(burst_received_or_dropped)
@@ -593,4 +700,4 @@ KT_TEST(vanished_interface)
 }
 
 KT_MAIN(unknown_interface, no_cap_net_raw, frames_byte_exact, udp_datagram_timestamp,
-	burst_received_or_dropped, vanished_interface)
+	burst_received_or_dropped, checksums_linux, vanished_interface)
