@@ -14,11 +14,12 @@ static uint8_t *ring(const struct cpu_server_qp *s, uint32_t which, uint32_t slo
 	return s->buf + ((size_t)which * SLOTS + slot) * MSG_BYTES;
 }
 
-/* Receive WQE index -> its buffer: the receive ring, in order. */
+/* n <= SLOTS receives from WQE index first on; WQE index -> its buffer:
+ * the receive ring, in order. */
 static int post_receives(struct cpu_server_qp *s, uint64_t first, uint32_t n)
 {
-	struct kinet_sge sge[REPOST_BATCH * 4];
-	struct kinet_recv_wr wr[REPOST_BATCH * 4];
+	struct kinet_sge sge[SLOTS];
+	struct kinet_recv_wr wr[SLOTS];
 
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t slot = (uint32_t)((first + k) % SLOTS);
@@ -31,12 +32,11 @@ static int post_receives(struct cpu_server_qp *s, uint64_t first, uint32_t n)
 
 int cpu_server_prepare(struct cpu_server_qp *s, int nqps)
 {
-	for (int i = 0; i < nqps; i++)
-		for (uint32_t k = 0; k < SLOTS; k += REPOST_BATCH * 4) {
-			int rc = post_receives(&s[i], k, REPOST_BATCH * 4);
-			if (rc)
-				return rc;
-		}
+	for (int i = 0; i < nqps; i++) {
+		int rc = post_receives(&s[i], 0, SLOTS);
+		if (rc)
+			return rc;
+	}
 	return 0;
 }
 

@@ -143,26 +143,13 @@ static void *host_alloc(size_t n)
 	return p;
 }
 
+/* Pinned host memory mapped for the kernel: with unified addressing the
+ * kernel's address of it is the host's, so one pointer serves the MR, the
+ * client and the kernel. */
 static void *pinned_alloc(size_t n)
 {
-#if defined(KINET_HOST_EMU)
-	return host_alloc(n);
-#else
-	void *p = NULL;
-	if (cudaHostAlloc(&p, n, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess)
-		return NULL;
-	memset(p, 0, n);
-	return p;
-#endif
-}
-
-static void pinned_free(void *p)
-{
-#if defined(KINET_HOST_EMU)
-	free(p);
-#else
-	cudaFreeHost(p);
-#endif
+	void *host = NULL;
+	return mapped_alloc(n, &host) ? host : NULL;
 }
 
 /* ---- objects ---- */
@@ -227,7 +214,7 @@ static void endpoint_close(struct endpoint *e)
 		kinet_cq_destroy(e->recv_cq);
 	if (e->buf)
 		e->mem == MEM_GPU      ? dev_free(e->buf)
-		: e->mem == MEM_MAPPED ? pinned_free(e->buf)
+		: e->mem == MEM_MAPPED ? mapped_free(e->buf)
 				       : free(e->buf);
 }
 

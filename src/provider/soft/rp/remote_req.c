@@ -72,6 +72,20 @@ static int gather(struct kinet_engine_thread *t, struct rp_qp *p, const struct r
 	return 0;
 }
 
+/* One message of slot s's operation to the peer: 0, -EAGAIN (the carrier
+ * is full, nothing sent), or the carrier's error once the slot has failed
+ * (the peer cannot be reached). */
+static int slot_send(struct rp_qp *p, struct rp_slot *s, struct iovec *iov, int iovcnt)
+{
+	int rc = p->car->ops->send(p->car->c, p->peer, iov, iovcnt);
+
+	if (rc && rc != -EAGAIN) {
+		KINET_INFO("QP %u: peer unreachable (%s)", p->qp->qpn, kinet_strerror(rc));
+		slot_fail(s, KINET_SYND_TRANSPORT_RETRY_EXC_ERR);
+	}
+	return rc;
+}
+
 /* Sends the fragments of slot s from p->tx_off on.  0 when all are out,
  * -EAGAIN when the carrier filled up (resumed later), <0 when they never
  * will be (the slot has failed). */
@@ -101,14 +115,9 @@ static int send_frags(struct kinet_engine_thread *t, struct rp_qp *p, struct rp_
 			slot_fail(s, KINET_SYND_LOCAL_PROT_ERR);
 			return -EIO;
 		}
-		rc = p->car->ops->send(p->car->c, p->peer, iov, iovcnt);
-		if (rc == -EAGAIN)
+		rc = slot_send(p, s, iov, iovcnt);
+		if (rc)
 			return rc;
-		if (rc) {
-			KINET_INFO("QP %u: peer unreachable (%s)", p->qp->qpn, kinet_strerror(rc));
-			slot_fail(s, KINET_SYND_TRANSPORT_RETRY_EXC_ERR);
-			return rc;
-		}
 		p->tx_off += n;
 	} while (!(m.flags & RP_FLAG_LAST));
 	return 0;
@@ -126,14 +135,9 @@ static int send_ipc(struct rp_qp *p, struct rp_slot *s, const struct rp_ipc *ipc
 	m.flags = RP_FLAG_LAST | RP_FLAG_IPC;
 	m.offset = 0;
 	m.frag_len = sizeof(*ipc);
-	rc = p->car->ops->send(p->car->c, p->peer, iov, 2);
-	if (rc == -EAGAIN)
+	rc = slot_send(p, s, iov, 2);
+	if (rc)
 		return rc;
-	if (rc) {
-		KINET_INFO("QP %u: peer unreachable (%s)", p->qp->qpn, kinet_strerror(rc));
-		slot_fail(s, KINET_SYND_TRANSPORT_RETRY_EXC_ERR);
-		return rc;
-	}
 	p->tx_off = s->length;
 	return 0;
 }
