@@ -298,8 +298,20 @@ struct kinet_qp_attr {
 	 * kinet_qp_post_recv fails); recv_cq, which must be set, still gets
 	 * the responder CQEs.  NULL: the QP's own receive queue (or none). */
 	struct kinet_srq *srq;
+	uint32_t flags; /* KINET_QP_ATTR_* */
 };
 #define KINET_QP_STAGE_MAX 4096u
+enum {
+	/* An operation in flight (or posted) when the transport learns that
+	 * the peer is gone (its process exited, its connection was reset)
+	 * fails with TRANSPORT_RETRY_EXC only after timeout_ms at the head of
+	 * the QP, as on a NIC, which learns of a vanished peer only when its
+	 * retries run out.  Without it such an operation fails at once.  The
+	 * verbs front door sets it: a verbs program may finish while its peer
+	 * still has sends in flight to it (ibv_srq_pingpong does), and it
+	 * counts on those failing only after the peer's loop is over. */
+	KINET_QP_ATTR_PEER_LOSS_AFTER_TIMEOUT = 1u << 0,
+};
 KINET_API void kinet_qp_attr_init(struct kinet_qp_attr *attr);
 
 /* What a peer needs to connect to a QP (as exchanged out of band). */

@@ -92,6 +92,8 @@ static int qp_check_attr(struct kinet_ctx *ctx, const struct kinet_qp_attr *a)
 		return CREATE_EINVAL("attr->sharing", "unknown sharing mode");
 	if (!a->timeout_ms)
 		return CREATE_EINVAL("attr->timeout_ms", "must be >= 1");
+	if (a->flags & ~(uint32_t)KINET_QP_ATTR_PEER_LOSS_AFTER_TIMEOUT)
+		return CREATE_EINVAL("attr->flags", "unknown flag");
 	if (a->stage_bytes > KINET_QP_STAGE_MAX)
 		return CREATE_EINVAL("attr->stage_bytes", "must be <= 4096 (KINET_QP_STAGE_MAX)");
 	return 0;
@@ -141,8 +143,8 @@ int kinet_qp_create(struct kinet_ctx *ctx, const struct kinet_qp_attr *attr, str
 		return KINET_EINVAL("ctx", "NULL");
 	if (!attr)
 		return KINET_EINVAL("attr", "NULL");
-	/* The layouts before stage_bytes and before srq are still taken
-	 * (those fields 0). */
+	/* The layouts before stage_bytes, before srq and before flags are
+	 * still taken (those fields 0). */
 	if ((ret = kinet_attr_read_since("attr", attr, offsetof(struct kinet_qp_attr, stage_bytes), sizeof(a),
 					 &a)))
 		return ret;

@@ -7,6 +7,11 @@
  * TRANSPORT_RETRY_EXC (vendor syndrome "peer dead") well within bounded
  * time, and this process must shut down cleanly.  Then the same with the
  * child killed while large writes into it are being transferred.
+ *
+ * Built again with PEER_LOSS_AFTER_TIMEOUT, the parent's QPs carry
+ * KINET_QP_ATTR_PEER_LOSS_AFTER_TIMEOUT (as the verbs front door's do):
+ * then both failures come no sooner than the QP's timeout after the post,
+ * as on a NIC whose retries run out, and still within bounded time.
  */
 #include <errno.h>
 #include <signal.h>
@@ -23,6 +28,11 @@
 #define TIMEOUT_MS (2000u * kt_time_scale())
 #define BUF_LEN (16u << 20)
 #define NBIG 48
+#ifdef PEER_LOSS_AFTER_TIMEOUT
+#define QP_FLAGS KINET_QP_ATTR_PEER_LOSS_AFTER_TIMEOUT
+#else
+#define QP_FLAGS 0u
+#endif
 
 struct side {
 	struct kinet_ctx *ctx;
@@ -59,6 +69,7 @@ static int side_open(struct side *s, int with_recv)
 		qa.recv_cq = with_recv ? s->cq[i] : NULL;
 		qa.timeout_ms = TIMEOUT_MS;
 		qa.rnr_timeout_ms = 20000; /* the send waits at the target until it dies */
+		qa.flags = QP_FLAGS;
 		if ((rc = kinet_qp_create(s->ctx, &qa, &s->qp[i])))
 			return rc;
 	}
@@ -250,6 +261,7 @@ KT_TEST(peer_killed)
 	/* A send the child never posts a receive for: outstanding at death. */
 	wr.wr_id = 2;
 	wr.opcode = KINET_WR_SEND;
+	uint64_t posted = kt_now_ms();
 	KT_OK(kinet_qp_post_send(s.qp[0], &wr, 1, NULL));
 	wr.wr_id = 3;
 	wr.opcode = KINET_WR_RDMA_WRITE;
@@ -266,6 +278,8 @@ KT_TEST(peer_killed)
 	KT_CHECK_EQ(wc.status, KINET_SYND_TRANSPORT_RETRY_EXC_ERR);
 	KT_CHECK_EQ(wc.vendor_err, 0xf3); /* KINET_VENDOR_SYND_PEER_DEAD */
 	KT_CHECK(dt < 2 * TIMEOUT_MS);
+	if (QP_FLAGS)
+		KT_CHECK(kt_now_ms() - posted >= TIMEOUT_MS);
 	KT_OK(poll_one(s.cq[0], &wc, 4 * TIMEOUT_MS));
 	KT_CHECK_EQ(wc.wr_id, 3);
 	KT_CHECK_EQ(wc.status, KINET_SYND_WR_FLUSH_ERR);
@@ -276,6 +290,8 @@ KT_TEST(peer_killed)
 	KT_OK(kinet_qp_post_send(s.qp[1], &wr, 1, NULL));
 	KT_OK(poll_one(s.cq[1], &wc, 4 * TIMEOUT_MS));
 	KT_CHECK(kt_now_ms() - t0 < 2 * TIMEOUT_MS);
+	if (QP_FLAGS)
+		KT_CHECK(kt_now_ms() - t0 >= TIMEOUT_MS);
 	KT_CHECK_EQ(wc.status, KINET_SYND_TRANSPORT_RETRY_EXC_ERR);
 
 	KT_OK(kinet_ctx_close(s.ctx));

@@ -114,6 +114,9 @@ struct ibv_qp *kinet_verbs_create_qp_ex(struct ibv_context *context, struct ibv_
 	 * copy of the WQE's first bytes), which is also what a program that
 	 * drives the rings through mlx5dv does. */
 	attr.db_mode = KINET_DB_BF;
+	/* A NIC learns of a vanished peer only when its retries run out, and
+	 * verbs programs count on that taking a while (kinet.h). */
+	attr.flags = KINET_QP_ATTR_PEER_LOSS_AFTER_TIMEOUT;
 	if (init->srq)
 		attr.srq = ((struct kinet_verbs_srq *)init->srq)->ksrq;
 	ret = kinet_qp_create(ctx->kctx, &attr, &qp->kqp);

@@ -179,7 +179,8 @@ struct rp_slot {
 	uint32_t received; /* read data placed */
 	uint32_t limit_ms;
 	uint64_t head_since_ns;
-	bool ipc; /* sent as an RP_FLAG_IPC request */
+	bool ipc;	/* sent as an RP_FLAG_IPC request */
+	bool peer_lost; /* the carrier could not reach the peer */
 	int nsge;
 	struct kinet_sgl_entry sge[KINET_MAX_SGE];
 };

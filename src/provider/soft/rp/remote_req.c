@@ -14,8 +14,11 @@
  * An operation completes when its response arrived, or with
  * TRANSPORT_RETRY_EXC once it has been at the head of the QP for the QP's
  * timeout (plus the RNR timeout for operations that consume a receive) or
- * the carrier says the peer is gone.  A response for a completed operation
- * is dropped, so no data lands after the completion was reported.
+ * the carrier says the peer is gone: at once, or, with
+ * KINET_QP_ATTR_PEER_LOSS_AFTER_TIMEOUT, once it has been at the head for
+ * the QP's timeout, as a NIC's retries would run out.  A response for a
+ * completed operation is dropped, so no data lands after the completion
+ * was reported.
  *
  * Over the node carrier, an operation on one SGE of GPU memory goes as one
  * RP_FLAG_IPC request once the target said it can open that allocation's
@@ -72,23 +75,33 @@ static int gather(struct kinet_engine_thread *t, struct rp_qp *p, const struct r
 	return 0;
 }
 
+/* The peer cannot be reached: slot s fails now, or, when the QP says so,
+ * in rp_op_done once it has waited at the head for the QP's timeout. */
+static void slot_lost(struct rp_qp *p, struct rp_slot *s)
+{
+	if (p->qp->attr.flags & KINET_QP_ATTR_PEER_LOSS_AFTER_TIMEOUT)
+		s->peer_lost = true;
+	else
+		slot_fail(s, KINET_SYND_TRANSPORT_RETRY_EXC_ERR);
+}
+
 /* One message of slot s's operation to the peer: 0, -EAGAIN (the carrier
- * is full, nothing sent), or the carrier's error once the slot has failed
- * (the peer cannot be reached). */
+ * is full, nothing sent), or the carrier's error once the peer cannot be
+ * reached (slot_lost). */
 static int slot_send(struct rp_qp *p, struct rp_slot *s, struct iovec *iov, int iovcnt)
 {
 	int rc = p->car->ops->send(p->car->c, p->peer, iov, iovcnt);
 
 	if (rc && rc != -EAGAIN) {
 		KINET_INFO("QP %u: peer unreachable (%s)", p->qp->qpn, kinet_strerror(rc));
-		slot_fail(s, KINET_SYND_TRANSPORT_RETRY_EXC_ERR);
+		slot_lost(p, s);
 	}
 	return rc;
 }
 
 /* Sends the fragments of slot s from p->tx_off on.  0 when all are out,
  * -EAGAIN when the carrier filled up (resumed later), <0 when they never
- * will be (the slot has failed). */
+ * will be (the slot has failed or lost its peer). */
 static int send_frags(struct kinet_engine_thread *t, struct rp_qp *p, struct rp_slot *s, const uint8_t *inl)
 {
 	struct rp_msg m = p->tx_hdr;
@@ -125,7 +138,7 @@ static int send_frags(struct kinet_engine_thread *t, struct rp_qp *p, struct rp_
 
 /* Sends an operation whose local buffer the target reaches through CUDA
  * IPC: one message, its payload naming the buffer.  0, -EAGAIN (nothing
- * sent), or <0 when it never will be (the slot has failed). */
+ * sent), or <0 when it never will be (the slot has failed or lost its peer). */
 static int send_ipc(struct rp_qp *p, struct rp_slot *s, const struct rp_ipc *ipc)
 {
 	struct rp_msg m = p->tx_hdr;
@@ -219,8 +232,9 @@ void rp_execute(struct kinet_engine_thread *t, struct kinet_qp *qp, struct kinet
 	p->tx_off = 0;
 	p->next_seq++;
 	if (p->car->ops->peer_status(p->car->c, p->peer)) {
-		/* Known dead: fail now, through the in-order completion path. */
-		slot_fail(s, KINET_SYND_TRANSPORT_RETRY_EXC_ERR);
+		/* Known dead: nothing is sent; it fails through the in-order
+		 * completion path. */
+		slot_lost(p, s);
 	} else {
 		rc = by_ipc ? send_ipc(p, s, &ipc) : send_frags(t, p, s, op->inline_data);
 		if (rc == -EAGAIN && p->tx_off == 0) {
@@ -256,6 +270,16 @@ static bool peer_silent(struct kinet_qp *qp, struct rp_qp *p, struct rp_slot *s,
 	uint64_t since = p->last_heard_ns > s->head_since_ns ? p->last_heard_ns : s->head_since_ns;
 
 	return now - since > (uint64_t)qp->attr.timeout_ms * 1000000ull;
+}
+
+/* The carrier cannot reach the peer (slot_lost): the operation fails now,
+ * or after the QP's timeout at the head (KINET_QP_ATTR_PEER_LOSS_AFTER_TIMEOUT). */
+static bool peer_lost(struct kinet_qp *qp, struct rp_qp *p, struct rp_slot *s, uint64_t now)
+{
+	if (!s->peer_lost && !p->car->ops->peer_status(p->car->c, p->peer))
+		return false;
+	return !(qp->attr.flags & KINET_QP_ATTR_PEER_LOSS_AFTER_TIMEOUT) ||
+	       now - s->head_since_ns > (uint64_t)qp->attr.timeout_ms * 1000000ull;
 }
 
 /* While an operation waits at the peer, sends it a ping now and then (a
@@ -306,7 +330,7 @@ int rp_op_done(struct kinet_qp *qp, uint64_t token, uint8_t *syndrome)
 		ping(qp, p, now);
 		if (atomic_load(&qp->state) == KINET_QPS_ERR)
 			slot_fail(s, 0); /* the engine flushes it */
-		else if (p->car->ops->peer_status(p->car->c, p->peer) ||
+		else if (peer_lost(qp, p, s, now) ||
 			 now - s->head_since_ns > (uint64_t)s->limit_ms * 1000000ull ||
 			 peer_silent(qp, p, s, now))
 			slot_fail(s, KINET_SYND_TRANSPORT_RETRY_EXC_ERR);
