@@ -15,14 +15,14 @@
  * -EPERM; deleting the veth while a carrier polls is an error within a
  * bounded time, and send and wait report it too.
  *
- * Needs root and the `ip` command; else it skips saying why (77).  Names
- * carry this process's id (kinet-pa-<pid>, veth kpa<pid>), as
- * tests/netns/run.sh's do, so parallel runs never collide; the namespaces
- * are deleted at exit, on SIGTERM/SIGINT, and by a watchdog alarm.
+ * Needs root (no iproute2: tests/harness/kt_netns.c makes the namespaces
+ * through rtnetlink); else it skips saying why (77).  Names carry this
+ * process's id (kinet-pc-a-<pid>, veth kpca<pid>), so parallel runs never
+ * collide; the namespaces are deleted at exit, on SIGTERM/SIGINT, and by a
+ * watchdog alarm.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/ethtool.h>
 #include <linux/sockios.h>
@@ -30,9 +30,6 @@
 #include <netinet/in.h>
 #include <netinet/ip.h>
 #include <netinet/udp.h>
-#include <sched.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -41,6 +38,7 @@
 #include "eth_csum.h"
 #include "kinet/wire_eth.h"
 #include "kt_host.h"
+#include "kt_netns.h"
 #include "packet.h"
 
 #define TEST_ETHERTYPE 0x88b5 /* IEEE local experimental */
@@ -50,206 +48,36 @@
 #define WATCHDOG_S 150
 #define VANISH_DEADLINE_MS 3000
 
-static struct {
-	bool tried, ok;
-	char why[512];
-	char ns[2][32];
-	char veth[2][IF_NAMESIZE];
-	char addr[2][16];
-	uint8_t mac[2][6];
-	int ns_fd[2];
-	int home_fd;
-	bool made[2];
-	bool veth_gone;
-} net;
-
-/* ---- namespaces ---------------------------------------------------------- */
-
-/* Runs `ip ARGS`; 0 or -1, its output (stderr too) in out. */
-static int run_ip(char *out, size_t outlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int run_ip(char *out, size_t outlen, const char *fmt, ...)
-{
-	char cmd[512];
-	size_t n = 0;
-	va_list ap;
-	FILE *f;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd) - 8, fmt, ap);
-	va_end(ap);
-	strcat(cmd, " 2>&1");
-	f = popen(cmd, "r");
-	if (!f)
-		return -1;
-	if (out && outlen) {
-		n = fread(out, 1, outlen - 1, f);
-		out[n] = 0;
-		while (n && out[n - 1] == '\n')
-			out[--n] = 0;
-	} else {
-		char sink[256];
-		while (fread(sink, 1, sizeof(sink), f) > 0)
-			;
-	}
-	st = pclose(f);
-	return st == 0 ? 0 : -1;
-}
-
-/* Deletes what setup made; only async-signal-safe calls (fork, exec). */
-static void ns_delete(void)
-{
-	for (int i = 0; i < 2; i++) {
-		pid_t pid;
-
-		if (!net.made[i])
-			continue;
-		pid = fork();
-		if (pid == 0) {
-			int fd = open("/dev/null", O_WRONLY);
-			if (fd >= 0) {
-				dup2(fd, 1);
-				dup2(fd, 2);
-			}
-			execlp("ip", "ip", "netns", "del", net.ns[i], (char *)NULL);
-			_exit(127);
-		}
-		if (pid > 0)
-			waitpid(pid, NULL, 0);
-		net.made[i] = false;
-	}
-}
-
-static void on_signal(int sig)
-{
-	static const char msg[] = "test_packet_carrier: watchdog or signal, deleting the namespaces\n";
-
-	if (write(2, msg, sizeof(msg) - 1) < 0) {
-	}
-	ns_delete();
-	_exit(sig == SIGALRM ? 124 : 128 + sig);
-}
+/* The two namespaces and their veth pair (tests/harness/kt_netns.h). */
+static struct kt_netns net;
+static bool net_tried, net_ok;
 
 static int enter(int side)
 {
-	return setns(net.ns_fd[side], CLONE_NEWNET);
+	return kt_netns_enter(&net, side);
 }
 
 static void leave(void)
 {
-	if (setns(net.home_fd, CLONE_NEWNET)) {
-		perror("setns back home");
-		abort();
-	}
-}
-
-/* Whatever IPv6 would send on a fresh link (router solicitations, DAD)
- * is noise here; the namespace's own sysctl, entered by this thread. */
-static void no_ipv6(void)
-{
-	const char *files[] = {"/proc/sys/net/ipv6/conf/all/disable_ipv6",
-			       "/proc/sys/net/ipv6/conf/default/disable_ipv6"};
-
-	for (int i = 0; i < 2; i++) {
-		int fd = open(files[i], O_WRONLY);
-		if (fd >= 0) {
-			if (write(fd, "1", 1) < 0) {
-			}
-			close(fd);
-		}
-	}
-}
-
-static int get_mac(int side)
-{
-	struct ifreq ifr;
-	int fd, ret;
-
-	if (enter(side))
-		return -errno;
-	fd = socket(AF_INET, SOCK_DGRAM, 0);
-	memset(&ifr, 0, sizeof(ifr));
-	strcpy(ifr.ifr_name, net.veth[side]);
-	ret = fd < 0 || ioctl(fd, SIOCGIFHWADDR, &ifr) ? -errno : 0;
-	if (!ret)
-		memcpy(net.mac[side], ifr.ifr_hwaddr.sa_data, 6);
-	if (fd >= 0)
-		close(fd);
-	leave();
-	return ret;
+	kt_netns_leave(&net);
 }
 
 static bool setup(void)
 {
-	char out[256];
-	int id = (int)getpid(), n = id % 250 + 1;
-
-	net.ns_fd[0] = net.ns_fd[1] = net.home_fd = -1;
-	if (geteuid() != 0) {
-		snprintf(net.why, sizeof(net.why), "needs root and network namespaces: not root");
+	if (kt_netns_setup(&net, "pc", WATCHDOG_S))
 		return false;
-	}
-	if (run_ip(NULL, 0, "ip -V")) {
-		snprintf(net.why, sizeof(net.why),
-			 "needs root and network namespaces: no ip command (iproute2)");
-		return false;
-	}
-	net.home_fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (net.home_fd < 0) {
-		snprintf(net.why, sizeof(net.why), "cannot open /proc/self/ns/net: %s", strerror(errno));
-		return false;
-	}
-	signal(SIGTERM, on_signal);
-	signal(SIGINT, on_signal);
-	signal(SIGALRM, on_signal);
-	atexit(ns_delete);
-	alarm(WATCHDOG_S);
-	for (int i = 0; i < 2; i++) {
-		snprintf(net.ns[i], sizeof(net.ns[i]), "kinet-p%c-%d", 'a' + i, id);
-		snprintf(net.veth[i], sizeof(net.veth[i]), "kp%c%d", 'a' + i, id);
-		snprintf(net.addr[i], sizeof(net.addr[i]), "10.202.%d.%d", n, i + 1);
-		if (run_ip(out, sizeof(out), "ip netns add %s", net.ns[i])) {
-			snprintf(net.why, sizeof(net.why),
-				 "needs root and network namespaces: ip netns add: %s", out);
-			return false;
-		}
-		net.made[i] = true;
-		snprintf(out, sizeof(out), "/run/netns/%s", net.ns[i]);
-		net.ns_fd[i] = open(out, O_RDONLY | O_CLOEXEC);
-		if (net.ns_fd[i] < 0 || enter(i)) {
-			snprintf(net.why, sizeof(net.why), "cannot enter %s: %s", net.ns[i], strerror(errno));
-			return false;
-		}
-		no_ipv6();
-		leave();
-	}
-	if (run_ip(out, sizeof(out), "ip link add %s netns %s type veth peer name %s netns %s", net.veth[0],
-		   net.ns[0], net.veth[1], net.ns[1])) {
-		snprintf(net.why, sizeof(net.why),
-			 "needs root and network namespaces: cannot create a veth pair: %s", out);
-		return false;
-	}
-	for (int i = 0; i < 2; i++) {
-		if (run_ip(out, sizeof(out), "ip -n %s addr add %s/24 dev %s", net.ns[i], net.addr[i],
-			   net.veth[i]) ||
-		    run_ip(out, sizeof(out), "ip -n %s link set %s up", net.ns[i], net.veth[i]) ||
-		    run_ip(out, sizeof(out), "ip -n %s link set lo up", net.ns[i]) || get_mac(i)) {
-			snprintf(net.why, sizeof(net.why), "cannot configure the veth pair: %s", out);
-			return false;
-		}
-	}
-	printf("netns: %s (%s %s) <-> %s (%s %s)\n", net.ns[0], net.veth[0], net.addr[0], net.ns[1],
-	       net.veth[1], net.addr[1]);
+	printf("netns: %s (%s %s %s) <-> %s (%s %s %s)\n", net.ns[0], net.veth[0], net.addr[0],
+	       net.mac_str[0], net.ns[1], net.veth[1], net.addr[1], net.mac_str[1]);
 	return true;
 }
 
 #define NEED_NETNS()                                                                                         \
 	do {                                                                                                 \
-		if (!net.tried) {                                                                            \
-			net.tried = true;                                                                    \
-			net.ok = setup();                                                                    \
+		if (!net_tried) {                                                                            \
+			net_tried = true;                                                                    \
+			net_ok = setup();                                                                    \
 		}                                                                                            \
-		if (!net.ok)                                                                                 \
+		if (!net_ok)                                                                                 \
 			KT_SKIP("%s", net.why);                                                              \
 		if (net.veth_gone)                                                                           \
 			KT_SKIP("the veth pair was deleted by an earlier test");                             \
@@ -260,10 +88,10 @@ static int open_on(int side, uint16_t protocol, uint32_t rx_frames, struct kinet
 {
 	struct kinet_packet_attr attr = {
 		.ifname = net.veth[side], .protocol = protocol, .rx_frames = rx_frames};
-	int ret;
+	int ret = enter(side);
 
-	if (enter(side))
-		return -errno;
+	if (ret)
+		return ret;
 	ret = kinet_packet_open(&attr, p);
 	leave();
 	return ret;
@@ -651,12 +479,9 @@ KT_TEST(burst_received_or_dropped)
 
 static void *delete_veth(void *arg)
 {
-	char out[256];
-
 	(void)arg;
 	kt_sleep_ms(100);
-	if (run_ip(out, sizeof(out), "ip -n %s link del %s", net.ns[1], net.veth[1]))
-		fprintf(stderr, "ip link del: %s\n", out);
+	kt_netns_del_veth(&net);
 	return NULL;
 }
 
