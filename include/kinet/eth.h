@@ -1,7 +1,8 @@
 /*
- * kinet host API, Ethernet half (issue 29): so far the GPU semaphores.
- * Ports, packet queues and steering rules are to come here too.  The
- * model and its mapping to GPUNetIO's names: docs/ETHERNET.md.
+ * kinet host API, Ethernet half: ports on Linux interfaces, packet receive
+ * and send queues that kernels drive (kinet/device/eth.cuh), steering
+ * rules, and GPU semaphores.  The model and its mapping to GPUNetIO's
+ * names: docs/ETHERNET.md.
  */
 #ifndef KINET_ETH_H
 #define KINET_ETH_H
@@ -10,12 +11,152 @@
 #include <stdint.h>
 
 #include "kinet/api.h"
+#include "kinet/device/eth_types.h"
 #include "kinet/device/sem_types.h"
 #include "kinet/kinet.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ---- ports (kinet_eth_port(3)) -----------------------------------------
+ * A port is a Linux network interface the context's NIC sends on and
+ * receives from.  The software NIC reaches it through a raw AF_PACKET
+ * socket (CAP_NET_RAW); frames the port receives go through its steering
+ * rules to receive queues, frames its send queues send leave on it. */
+struct kinet_eth_port;
+struct kinet_eth_rxq;
+struct kinet_eth_txq;
+struct kinet_eth_flow;
+
+struct kinet_eth_port_attr {
+	uint32_t size;	    /* sizeof(struct kinet_eth_port_attr), or 0 */
+	const char *ifname; /* the interface, in the caller's network namespace */
+	/* Frames the carrier's receive ring holds before the kernel drops
+	 * (a power of two >= 16); 0: 4096. */
+	uint32_t rx_frames;
+	uint32_t pad;
+};
+
+struct kinet_eth_port_stats {
+	uint64_t rx_frames;	     /* frames the port took from the interface */
+	uint64_t rx_delivered;	     /* placed in a receive queue, CQE written */
+	uint64_t rx_drop_no_rule;    /* no rule matched, or a drop rule did */
+	uint64_t rx_drop_queue_full; /* the queue had no slot handed back */
+	uint64_t rx_drop_too_long;   /* longer than the queue's max_pkt_size */
+	uint64_t rx_drop_carrier;    /* dropped by the kernel: the carrier's ring was full */
+	uint64_t tx_frames;	     /* sent on the interface */
+	uint64_t tx_errors;	     /* sends completed with an error CQE */
+};
+
+/* Fills attr with the defaults (its size, no interface, rx_frames 0). */
+KINET_API void kinet_eth_port_attr_init(struct kinet_eth_port_attr *attr);
+/* Opens attr->ifname.  0; -EINVAL (bad attribute), -ENODEV (no such
+ * interface), -ENETDOWN (it is down), -EPERM (no CAP_NET_RAW: logged with
+ * what to do), -EOPNOTSUPP (the context's NIC has no Ethernet queues),
+ * -ENOMEM. */
+KINET_API int kinet_eth_port_open(struct kinet_ctx *ctx, const struct kinet_eth_port_attr *attr,
+				  struct kinet_eth_port **port);
+/* -EBUSY while queues or flows of the port remain.  kinet_ctx_close
+ * closes the ports left, with their queues and flows. */
+KINET_API int kinet_eth_port_close(struct kinet_eth_port *port);
+KINET_API int kinet_eth_port_mac(const struct kinet_eth_port *port, uint8_t mac[6]);
+KINET_API uint32_t kinet_eth_port_mtu(const struct kinet_eth_port *port);
+KINET_API int kinet_eth_port_stats(struct kinet_eth_port *port, struct kinet_eth_port_stats *stats);
+/* Once the interface went down or vanished: -ENETDOWN or -ENODEV, sticky
+ * (queues stop receiving; sends complete with errors); else 0. */
+KINET_API int kinet_eth_port_status(struct kinet_eth_port *port);
+
+/* ---- packet queues ------------------------------------------------------ */
+
+/* Where a queue's packet buffer lives. */
+enum kinet_eth_mem {
+	KINET_ETH_MEM_HOST_MAPPED = 0, /* pinned host memory mapped into the GPU */
+	KINET_ETH_MEM_GPU = 1,	       /* GPU memory (needs a CUDA device: else -ENODEV) */
+	KINET_ETH_MEM_HOST = 2,	       /* plain host memory (CPU threads only) */
+};
+
+struct kinet_eth_rxq_attr {
+	uint32_t size;	       /* sizeof(struct kinet_eth_rxq_attr), or 0 */
+	uint32_t npkts;	       /* slots, a power of two, 16..KINET_ETH_MAX_PKTS */
+	uint32_t max_pkt_size; /* bytes per slot, 64..KINET_ETH_MAX_PKT_SIZE */
+	int32_t mem;	       /* enum kinet_eth_mem */
+};
+/* 2^15: a receive queue counts its WQEs in 16 bits (the doorbell record),
+ * so at most half the counter is ever outstanding. */
+#define KINET_ETH_MAX_PKTS (1u << 15)
+#define KINET_ETH_MAX_PKT_SIZE 9216u
+
+/* Fills attr with the defaults: 1024 slots of 2048 bytes, host-mapped. */
+KINET_API void kinet_eth_rxq_attr_init(struct kinet_eth_rxq_attr *attr);
+/* A cyclic receive queue: npkts slots of max_pkt_size bytes in one buffer,
+ * every slot's receive WQE posted.  It receives what rules steer to it. */
+KINET_API int kinet_eth_rxq_create(struct kinet_eth_port *port, const struct kinet_eth_rxq_attr *attr,
+				   struct kinet_eth_rxq **rxq);
+/* -EBUSY while a flow steers to it. */
+KINET_API int kinet_eth_rxq_destroy(struct kinet_eth_rxq *rxq);
+/* The descriptor device code takes; the same pointer every call, valid
+ * until the queue is destroyed. */
+KINET_API int kinet_eth_rxq_export(struct kinet_eth_rxq *rxq, struct kinet_dev_eth_rxq **drxq);
+
+struct kinet_eth_txq_attr {
+	uint32_t size;	 /* sizeof(struct kinet_eth_txq_attr), or 0 */
+	uint32_t depth;	 /* send WQEs (basic blocks), a power of two, 16..32768 */
+	uint32_t csum;	 /* 1: L3/L4 checksum offload (sends may ask for it) */
+	uint32_t timed;	 /* 1: wait-on-time sends (kinet_dev_eth_txq_send_at) */
+	int32_t sharing; /* enum kinet_qp_sharing: who may send at once */
+	int32_t db_mode; /* enum kinet_db_mode */
+};
+
+/* Fills attr with the defaults: 1024 WQEs, checksums and timed sends on,
+ * exclusive, KINET_DB_AUTO. */
+KINET_API void kinet_eth_txq_attr_init(struct kinet_eth_txq_attr *attr);
+KINET_API int kinet_eth_txq_create(struct kinet_eth_port *port, const struct kinet_eth_txq_attr *attr,
+				   struct kinet_eth_txq **txq);
+KINET_API int kinet_eth_txq_destroy(struct kinet_eth_txq *txq);
+KINET_API int kinet_eth_txq_export(struct kinet_eth_txq *txq, struct kinet_dev_eth_txq **dtxq);
+
+/* ---- steering rules (kinet_eth_flow(3)) ---------------------------------
+ * Each received frame goes to the first rule it matches (lowest priority
+ * value first; equal priorities in creation order); a frame no rule
+ * matches is dropped and counted (rx_drop_no_rule).  A rule with no match
+ * fields matches every frame: the default. */
+enum {
+	KINET_ETH_MATCH_ETHERTYPE = 1u << 0, /* after at most one VLAN tag */
+	KINET_ETH_MATCH_IP_PROTO = 1u << 1,  /* IPv4 protocol / IPv6 next header */
+	KINET_ETH_MATCH_DST_PORT = 1u << 2,  /* UDP or TCP destination port */
+};
+
+enum kinet_eth_action {
+	KINET_ETH_ACTION_QUEUE = 0, /* to queues[0] */
+	KINET_ETH_ACTION_RSS = 1,   /* to one of queues[0..nqueues) by the 5-tuple hash */
+	KINET_ETH_ACTION_DROP = 2,  /* counted in rx_drop_no_rule */
+};
+
+struct kinet_eth_flow_attr {
+	uint32_t size;	    /* sizeof(struct kinet_eth_flow_attr), or 0 */
+	uint32_t priority;  /* lower first */
+	uint32_t match;	    /* KINET_ETH_MATCH_* */
+	uint16_t ethertype; /* host order */
+	uint8_t ip_proto;
+	uint8_t pad;
+	uint16_t dst_port; /* host order */
+	uint16_t pad2;
+	int32_t action;	  /* enum kinet_eth_action */
+	uint32_t nqueues; /* QUEUE: 1; RSS: 1..KINET_ETH_MAX_RSS_QUEUES; DROP: 0 */
+	struct kinet_eth_rxq **queues;
+};
+#define KINET_ETH_MAX_RSS_QUEUES 64u
+
+KINET_API void kinet_eth_flow_attr_init(struct kinet_eth_flow_attr *attr);
+KINET_API int kinet_eth_flow_create(struct kinet_eth_port *port, const struct kinet_eth_flow_attr *attr,
+				    struct kinet_eth_flow **flow);
+KINET_API int kinet_eth_flow_destroy(struct kinet_eth_flow *flow);
+/* The RSS hash of a frame as a rule spreads it: Toeplitz over the IPv4 or
+ * IPv6 source and destination addresses, then (UDP, TCP) the ports, with
+ * the key most NICs default to (Microsoft's RSS verification key); 0 for
+ * a frame without IP.  The queue is queues[hash % nqueues]. */
+KINET_API uint32_t kinet_eth_rss_hash(const void *frame, size_t len);
 
 /* ---- GPU semaphores (kinet_sem(3)) ------------------------------------
  * A ring of items, each a status (enum kinet_sem_status), a packet info

@@ -249,6 +249,8 @@ int kinet_ctx_close(struct kinet_ctx *ctx)
 	ctx->ops->ctx_stop(ctx);
 	atomic_store(&ctx->engine_stopped, true);
 
+	/* Ports with their rules and queues (whose QPs and CQs go here). */
+	kinet_eth_ctx_close(ctx);
 	while (ctx->qps)
 		kinet_qp_destroy(ctx->qps);
 	while (ctx->srqs)

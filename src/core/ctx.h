@@ -23,7 +23,8 @@ struct kinet_srq;
 struct kinet_mr;
 struct kinet_provider_ops;
 
-struct kinet_sem; /* sem.c */
+struct kinet_sem;      /* sem.c */
+struct kinet_eth_port; /* eth.c */
 
 /* ---- context (ctx.c) ---- */
 struct kinet_ctx {
@@ -47,6 +48,7 @@ struct kinet_ctx {
 	struct kinet_cq *cqs;
 	struct kinet_srq *srqs;
 	struct kinet_sem *sems;
+	struct kinet_eth_port *eth_ports;
 	uint32_t next_qpn;
 	uint32_t next_cqn;
 	uint32_t next_srqn;

@@ -23,6 +23,7 @@
 #include "cq.h"
 #include "ctx.h"
 #include "cuda_rt.h"
+#include "eth.h"
 #include "log.h"
 #include "mr.h"
 #include "peer.h"
@@ -69,6 +70,9 @@ void kinet_brlock_rdlock(struct kinet_brlock *b);
 void kinet_brlock_rdunlock(struct kinet_brlock *b);
 void kinet_brlock_wrlock(struct kinet_brlock *b);
 void kinet_brlock_wrunlock(struct kinet_brlock *b);
+
+/* Ethernet ports (eth.h): the queue a received frame goes to. */
+struct kinet_eth_rxq *kinet_eth_port_steer(struct kinet_eth_port *port, const uint8_t *frame, uint32_t len);
 
 /* GPU memory of a context (cuda_rt.h): the bootstrap's device buffers. */
 void *kinet_cuda_alloc(struct kinet_ctx *ctx, size_t size);

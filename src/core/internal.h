@@ -12,6 +12,7 @@
 #include "cq.h"
 #include "ctx.h"
 #include "cuda_rt.h"
+#include "eth.h"
 #include "log.h"
 #include "mr.h"
 #include "peer.h"

@@ -19,6 +19,7 @@ struct kinet_qp;
 struct kinet_cq;
 struct kinet_mr;
 struct kinet_srq;
+struct kinet_eth_port;
 
 /* How device code of a connected QP can reach its peer (peer path). */
 enum kinet_peer_reach {
@@ -128,6 +129,25 @@ struct kinet_provider_ops {
 	/* The host posted receive WQEs (the doorbell record moved): senders
 	 * waiting for one may go on. */
 	void (*srq_posted)(struct kinet_srq *srq);
+
+	/* ---- Ethernet ports and queues (optional: NULL, kinet_eth_port_open
+	 * answers -EOPNOTSUPP) ---- */
+	/* Opens port->ifname (in the caller's network namespace) with a ring
+	 * of port->rx_frames, sets port->prov, port->mac and port->mtu, and
+	 * starts receiving for the port's rules.  0 or a negative errno
+	 * (logged); eth_port_close undoes it, once no queue of the port is
+	 * left. */
+	int (*eth_port_open)(struct kinet_eth_port *port);
+	void (*eth_port_close)(struct kinet_eth_port *port);
+	/* 0, or the interface's sticky -ENETDOWN / -ENODEV. */
+	int (*eth_port_status)(struct kinet_eth_port *port);
+	/* Frames the kernel dropped before the NIC saw them. */
+	uint64_t (*eth_port_rx_dropped)(struct kinet_eth_port *port);
+	/* Makes a new QP (RESET, not yet run) a raw-packet QP of port: its
+	 * send queue sends frames on the port (send checksums cs_flags
+	 * allowed, wait-on-time WQEs when timed), its receive queue takes
+	 * what the port's rules steer to it.  Core then moves it to RTS. */
+	int (*eth_qp_attach)(struct kinet_qp *qp, struct kinet_eth_port *port, uint8_t cs_flags, bool timed);
 
 	/* ---- peer path (GPU loads and stores instead of WQEs) ---- */
 	enum kinet_peer_reach (*peer_reach)(const struct kinet_qp *qp);

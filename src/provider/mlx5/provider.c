@@ -128,6 +128,16 @@ static void mlx5_peer_withdraw(struct kinet_ctx *ctx, struct kinet_qp *qp)
 	(void)qp;
 }
 
+/* Ethernet queues need raw-packet QPs (IBV_QPT_RAW_PACKET), flow steering
+ * and the NIC's clock: not done for ConnectX yet. */
+static int mlx5_eth_port_open(struct kinet_eth_port *port)
+{
+	KINET_ERR("kinet_eth_port_open(%s): raw-packet QPs are not implemented for ConnectX (mlx5) yet; "
+		  "use the software NIC (KINET_PROVIDER=soft)",
+		  port->ifname);
+	return -EOPNOTSUPP;
+}
+
 static const struct kinet_provider_ops mlx5_ops = {
 	.ctx_size = sizeof(struct kinet_mlx5_ctx),
 	.qp_size = sizeof(struct kinet_mlx5_qp),
@@ -159,6 +169,7 @@ static const struct kinet_provider_ops mlx5_ops = {
 	.qp_connect = kinet_mlx5_qp_connect,
 	.qp_disconnect = mlx5_qp_disconnect,
 	.doorbell = mlx5_doorbell,
+	.eth_port_open = mlx5_eth_port_open,
 	.peer_reach = mlx5_peer_reach,
 	.peer_hello = mlx5_peer_hello,
 	.peer_publish = mlx5_peer_publish,

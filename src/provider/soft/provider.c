@@ -91,6 +91,7 @@ static void soft_qp_fini(struct kinet_qp *qp)
 	kinet_host_free(ctx, (void *)qp->db_cpu);
 	kinet_host_free(ctx, qp->uar);
 	pthread_mutex_destroy(&kinet_sqp(qp)->rq_lock);
+	kinet_soft_eth_qp_fini(qp);
 }
 
 /* The completion word gets a line of its own: device code polls it, the
@@ -156,6 +157,14 @@ static void soft_qp_destroy(struct kinet_qp *qp)
 			   (unsigned long long)s->db_bad);
 }
 
+/* Carriers last (core's ctx_close says why): the Ethernet ports' are
+ * closed by then, with the ports. */
+static void soft_ctx_close(struct kinet_ctx *ctx)
+{
+	kinet_soft_eth_close(ctx);
+	kinet_remote_close(ctx);
+}
+
 static const struct kinet_provider_ops soft_ops = {
 	.ctx_size = sizeof(struct kinet_soft_ctx),
 	.qp_size = sizeof(struct kinet_soft_qp),
@@ -169,7 +178,7 @@ static const struct kinet_provider_ops soft_ops = {
 	.cq_destroy = soft_cq_destroy,
 	.ctx_open = kinet_engine_start,
 	.ctx_stop = kinet_engine_stop,
-	.ctx_close = kinet_remote_close,
+	.ctx_close = soft_ctx_close,
 	.ctx_pause = kinet_engine_pause,
 	.ctx_engine_stats = kinet_engine_stats,
 	.qp_create = soft_qp_create,
@@ -184,6 +193,11 @@ static const struct kinet_provider_ops soft_ops = {
 	.srq_create = soft_srq_create,
 	.srq_destroy = soft_srq_destroy,
 	.srq_posted = soft_srq_posted,
+	.eth_port_open = kinet_soft_eth_port_open,
+	.eth_port_close = kinet_soft_eth_port_close,
+	.eth_port_status = kinet_soft_eth_port_status,
+	.eth_port_rx_dropped = kinet_soft_eth_port_rx_dropped,
+	.eth_qp_attach = kinet_soft_eth_qp_attach,
 	.peer_reach = soft_peer_reach,
 	.peer_hello = soft_peer_hello,
 	.peer_publish = kinet_remote_peer_publish,

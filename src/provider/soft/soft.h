@@ -25,6 +25,11 @@ struct kinet_soft_ctx {
 	void *remote;
 	int (*remote_progress)(struct kinet_ctx *ctx);
 	void (*remote_flush)(struct kinet_ctx *ctx);
+	/* Ethernet ports (engine/eth.c), made when the first port opens;
+	 * engine thread 0, which also runs every raw-packet QP, calls
+	 * eth_progress on every pass (receive: carrier -> rules -> queues). */
+	void *eth;
+	int (*eth_progress)(struct kinet_engine_thread *t);
 };
 
 struct kinet_soft_qp {
@@ -34,6 +39,9 @@ struct kinet_soft_qp {
 	const struct kinet_transport_ops *transport;
 	void *transport_priv;
 	struct kinet_engine_thread *owner;
+	/* A raw-packet QP of an Ethernet port (engine/eth.c): its send queue
+	 * takes Ethernet WQEs, set before it reaches RTS. */
+	bool raw;
 
 	/* engine, owned by the thread that runs this QP, written on every WQE:
 	 * on lines of their own, so posters reading `owner` do not take them

@@ -23,6 +23,8 @@ struct kinet_op {
 	uint32_t wait_cqn; /* WAIT: the CQ number and CQE index awaited */
 	uint32_t wait_index;
 	uint32_t length;	    /* total bytes */
+	uint8_t cs_flags;	    /* raw-packet SEND: the Ethernet segment's checksum flags */
+	uint64_t wait_ns;	    /* raw-packet WAIT on time: CLOCK_REALTIME ns awaited */
 	bool after_pending;	    /* earlier operations of the QP are still in flight:
 				     * anything that would complete synchronously must
 				     * answer KINET_EXEC_BUSY, without side effects */
@@ -43,6 +45,13 @@ struct kinet_cqe_desc {
 	uint32_t byte_cnt;
 	uint32_t imm_be; /* as carried in the WQE */
 	uint32_t srqn;	 /* responder: the SRQ the receive WQE came from, or 0 */
+	/* A received Ethernet frame (cqe_opcode RESP_SEND): the CQE carries
+	 * the fields below (kinet_cqe_eth_rx_encode) instead of imm and srqn. */
+	bool eth;
+	uint8_t l3_type;    /* KINET_CQE_L3_HDR_* */
+	uint8_t l4_type;    /* KINET_CQE_L4_HDR_* */
+	uint8_t csum_ok;    /* KINET_CQE_L2_OK | L3_OK | L4_OK */
+	uint64_t timestamp; /* real-time format */
 };
 
 /* What executing an operation gave. */
@@ -93,5 +102,7 @@ struct kinet_transport_ops {
 };
 
 extern const struct kinet_transport_ops kinet_transport_local;
+/* Raw-packet QPs of an Ethernet port (engine/eth.c). */
+extern const struct kinet_transport_ops kinet_transport_packet;
 
 #endif /* KINET_SOFT_TRANSPORT_H */

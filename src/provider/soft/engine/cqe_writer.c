@@ -31,6 +31,19 @@ static void cqe_fill(struct kinet_cqe64 *cqe, const struct kinet_cqe_desc *d)
 		ecqe->srqn = kinet_be32(d->srqn & 0xffffff);
 		break;
 	default: /* responder */
+		if (d->eth) {
+			struct kinet_cqe_eth_rx rx = {
+				.byte_cnt = d->byte_cnt,
+				.wqe_counter = d->wqe_counter,
+				.timestamp = d->timestamp,
+				.qpn = d->qpn,
+				.l3_hdr_type = d->l3_type,
+				.l4_hdr_type = d->l4_type,
+				.csum_ok = d->csum_ok,
+			};
+			kinet_cqe_eth_rx_encode(cqe, &rx);
+			break;
+		}
 		cqe->sop_drop_qpn = kinet_be32(d->qpn & 0xffffff);
 		cqe->byte_cnt = kinet_be32(d->byte_cnt);
 		cqe->imm_inval_pkey = d->imm_be;

@@ -122,6 +122,11 @@ static void *engine_main(void *arg)
 				__atomic_load_n(&kinet_sctx(t->ctx)->remote_progress, __ATOMIC_ACQUIRE);
 			if (progress)
 				work += progress(t->ctx);
+			/* Ethernet receive (engine/eth.c): the same lock order. */
+			int (*eth)(struct kinet_engine_thread *) =
+				__atomic_load_n(&kinet_sctx(t->ctx)->eth_progress, __ATOMIC_ACQUIRE);
+			if (eth)
+				work += eth(t);
 		}
 		/* After the remote pass: an answer it took completes its
 		 * operation in this pass, not the next. */

@@ -134,4 +134,17 @@ void kinet_engine_complete(struct kinet_qp *qp, struct kinet_cq *cq, const struc
 void kinet_engine_qp_fail(struct kinet_qp *qp, uint8_t syndrome, uint8_t vendor, uint8_t wqe_opcode,
 			  uint16_t wqe_counter);
 
+/* eth.c: n WQEs of raw-packet QP qp completed with an error CQE (counted
+ * as the port's tx_errors). */
+void kinet_eth_tx_failed(struct kinet_qp *qp, uint32_t n);
+/* eth.c: the provider's Ethernet ops (provider.h), and the context's
+ * Ethernet state freed at close (engine stopped, ports closed). */
+int kinet_soft_eth_port_open(struct kinet_eth_port *port);
+void kinet_soft_eth_port_close(struct kinet_eth_port *port);
+int kinet_soft_eth_port_status(struct kinet_eth_port *port);
+uint64_t kinet_soft_eth_port_rx_dropped(struct kinet_eth_port *port);
+int kinet_soft_eth_qp_attach(struct kinet_qp *qp, struct kinet_eth_port *port, uint8_t cs_flags, bool timed);
+void kinet_soft_eth_qp_fini(struct kinet_qp *qp);
+void kinet_soft_eth_close(struct kinet_ctx *ctx);
+
 #endif /* KINET_ENGINE_H */

@@ -121,6 +121,48 @@ static uint8_t decode_staged(struct kinet_qp *qp, uint64_t start, struct kinet_o
 	return 0;
 }
 
+/* The send queue of a raw-packet QP (an Ethernet port's send queue,
+ * engine/eth.c): Ethernet sends (ctrl, Ethernet segment, one or two data
+ * segments, no inlined headers), WAIT on time, NOP; anything else is
+ * LOCAL_QP_OP_ERR.  Data segments are checked as any local SGE. */
+static uint8_t decode_raw(struct kinet_engine_thread *t, struct kinet_qp *qp, uint32_t ds,
+			  struct kinet_op *op)
+{
+	uint64_t start = kinet_sqp(qp)->sq_ci;
+
+	switch (op->opcode) {
+	case KINET_WQE_OP_NOP:
+		return 0;
+	case KINET_WQE_OP_SEND: {
+		struct kinet_wqe_eth_seg eth;
+
+		if (ds < KINET_ETH_SEND_DS_1 || ds > KINET_ETH_SEND_DS_2 || op->opmod)
+			return KINET_SYND_LOCAL_QP_OP_ERR;
+		memcpy(&eth, wqe_unit(qp, start, 1), sizeof(eth));
+		/* Inlined headers and TSO are not emulated. */
+		if (eth.inline_hdr_sz || eth.mss)
+			return KINET_SYND_LOCAL_QP_OP_ERR;
+		op->cs_flags = eth.cs_flags;
+		return decode_local(t, qp, start, 2, ds, 0, false, op);
+	}
+	case KINET_WQE_OP_WAIT: {
+		struct kinet_wqe_wait_time_seg w;
+		uint8_t *p = (uint8_t *)&w;
+
+		if (op->opmod != KINET_WQE_OPMOD_WAIT_TIME || ds != KINET_ETH_WAIT_TIME_DS)
+			return KINET_SYND_LOCAL_QP_OP_ERR;
+		memcpy(p, wqe_unit(qp, start, 1), KINET_WQE_DS_SIZE);
+		memcpy(p + KINET_WQE_DS_SIZE, wqe_unit(qp, start, 2), KINET_WQE_DS_SIZE);
+		op->wait_ns = kinet_eth_rt_to_ns(kinet_wqe_wait_time_value(&w));
+		op->length = 0;
+		op->nsge = 0;
+		return 0;
+	}
+	default:
+		return KINET_SYND_LOCAL_QP_OP_ERR;
+	}
+}
+
 /* Decodes the WQE at kinet_sqp(qp)->sq_ci.  Returns 0 or the syndrome of a malformed
  * or unauthorised request. */
 static uint8_t decode(struct kinet_engine_thread *t, struct kinet_qp *qp, uint32_t ds, struct kinet_op *op)
@@ -130,6 +172,8 @@ static uint8_t decode(struct kinet_engine_thread *t, struct kinet_qp *qp, uint32
 	struct kinet_wqe_atomic_seg atomic;
 	uint8_t synd;
 
+	if (kinet_sqp(qp)->raw)
+		return decode_raw(t, qp, ds, op);
 	switch (op->opcode) {
 	case KINET_WQE_OP_NOP:
 		return 0;
@@ -264,7 +308,9 @@ static bool execute_one(struct kinet_engine_thread *t, struct kinet_qp *qp)
 	}
 	if (!synd)
 		synd = decode(t, qp, ds, &op);
-	if (!synd && op.opcode == KINET_WQE_OP_WAIT) {
+	/* A raw-packet QP's WAIT waits on time: its transport says when. */
+	bool cq_wait = op.opcode == KINET_WQE_OP_WAIT && !kinet_sqp(qp)->raw;
+	if (!synd && cq_wait) {
 		int reached = wait_done(qp, &op);
 
 		if (!reached)
@@ -272,7 +318,7 @@ static bool execute_one(struct kinet_engine_thread *t, struct kinet_qp *qp)
 		if (reached < 0)
 			synd = KINET_SYND_LOCAL_QP_OP_ERR;
 	}
-	if (!synd && (op.opcode == KINET_WQE_OP_NOP || op.opcode == KINET_WQE_OP_WAIT)) {
+	if (!synd && (op.opcode == KINET_WQE_OP_NOP || cq_wait)) {
 		/* Complete at once, so only after what is in flight:
 		 * transports that track operations complete them later. */
 		res.status = op.after_pending ? KINET_EXEC_BUSY : KINET_EXEC_DONE;
@@ -293,6 +339,8 @@ static bool execute_one(struct kinet_engine_thread *t, struct kinet_qp *qp)
 		complete_responder(&res);
 		kinet_sqp(qp)->sq_ci += nbb;
 		kinet_sqp(qp)->retry_start_ns = 0;
+		if (kinet_sqp(qp)->raw)
+			kinet_eth_tx_failed(qp, 1);
 		kinet_engine_qp_fail(qp, synd, 0, op.opcode, op.wqe_counter);
 		return false;
 	}
@@ -383,6 +431,8 @@ static int flush(struct kinet_qp *qp)
 		kinet_sqp(qp)->sq_ci += nbb;
 		work++;
 	}
+	if (work && kinet_sqp(qp)->raw)
+		kinet_eth_tx_failed(qp, (uint32_t)work);
 	if (!qp->rq)
 		return work;
 	pthread_mutex_lock(&kinet_sqp(qp)->rq_lock);
