@@ -16,6 +16,7 @@
  *   msg.cuh         send, send_imm, post_recv, recv
  *   completion.cuh  test, wait, quiet, fence
  *   sem.cuh         GPU semaphores: item status, packet info, custom info
+ *   eth.cuh         Ethernet queues: receive, send, timed send, poll, wait
  *   low level (the caller orders):
  *   wqe.cuh         WQE builders and prepare calls
  *   sq.cuh          send queue: reserve, commit, progress, tickets
@@ -36,6 +37,7 @@
 #include "kinet/device/cq.cuh"
 #include "kinet/device/doorbell.cuh"
 #include "kinet/device/error.cuh"
+#include "kinet/device/eth.cuh"
 #include "kinet/device/launch.h"
 #include "kinet/device/msg.cuh"
 #include "kinet/device/platform.cuh"
