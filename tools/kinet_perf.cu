@@ -5,6 +5,7 @@
  *
  *   kinet-perf <write|read|fetch_add|compare_swap|put_signal|send|iter>
  *              [--lat|--bw|--rate|--mode iter] [-s SIZE]... [--initiator gpu|cpu|both] [--json] ...
+ *   kinet-perf eth --peer ADDR ...   the Ethernet echo client (perf/eth.c)
  *
  * Each measured point is run by device code (GPU-initiated: a kernel posts
  * and waits) and/or by the host (CPU-initiated: kinet_qp_post_send and
@@ -471,6 +472,10 @@ int main(int argc, char **argv)
 	char cmd[2048], gpu[256], peer_gpu[256];
 	int rc, failed = 0, target;
 
+	/* The Ethernet echo client needs no GPU of its own (it measures the
+	 * floor with whatever this build has). */
+	if (argc > 1 && !strcmp(argv[1], "eth"))
+		return perf_eth_main(argc - 1, argv + 1);
 	perf_opts_defaults(&o);
 	join_args(cmd, sizeof(cmd), argc, argv);
 	o.command = cmd;

@@ -5,6 +5,10 @@
  *   udp_echo_check server ADDR PORT [COUNT]
  *     binds ADDR:PORT, prints "ready", echoes every datagram back to its
  *     sender; exits 0 after COUNT of them (default: runs until killed).
+ *   udp_echo_check server-spin ADDR PORT [COUNT]
+ *     the same, spinning on a non-blocking socket instead of sleeping in
+ *     recvfrom (the kernel socket echo of bench/ethernet.sh, beside echoes
+ *     that spin too)
  *   udp_echo_check client ADDR PORT COUNT
  *     sends COUNT datagrams (16..1415 bytes, a pattern of their number) to
  *     ADDR:PORT; each must come back byte-exact from ADDR:PORT within
@@ -46,7 +50,7 @@ static int socket_at(const char *addr, int port, struct sockaddr_in *sa)
 	return socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 }
 
-static int server(const char *addr, int port, long count)
+static int server(const char *addr, int port, long count, bool spin)
 {
 	const char *env = getenv("KT_ADDR");
 	struct sockaddr_in me, from;
@@ -61,8 +65,13 @@ static int server(const char *addr, int port, long count)
 	fflush(stdout);
 	for (long n = 0; count <= 0 || n < count; n++) {
 		socklen_t fl = sizeof(from);
-		ssize_t len = recvfrom(s, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fl);
+		ssize_t len =
+			recvfrom(s, buf, sizeof(buf), spin ? MSG_DONTWAIT : 0, (struct sockaddr *)&from, &fl);
 
+		if (len < 0 && spin && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			n--;
+			continue;
+		}
 		if (len < 0 || sendto(s, buf, (size_t)len, 0, (struct sockaddr *)&from, fl) != len)
 			return die(strerror(errno));
 	}
@@ -151,10 +160,10 @@ int main(int argc, char **argv)
 {
 	long count = argc > 4 ? atol(argv[4]) : 0;
 
-	if (argc >= 4 && !strcmp(argv[1], "server"))
-		return server(argv[2], atoi(argv[3]), count);
+	if (argc >= 4 && (!strcmp(argv[1], "server") || !strcmp(argv[1], "server-spin")))
+		return server(argv[2], atoi(argv[3]), count, argv[1][6] == '-');
 	if (argc == 5 && !strcmp(argv[1], "client") && count > 0)
 		return client(argv[2], atoi(argv[3]), count);
-	fprintf(stderr, "usage: udp_echo_check server ADDR PORT [COUNT] | client ADDR PORT COUNT\n");
+	fprintf(stderr, "usage: udp_echo_check server[-spin] ADDR PORT [COUNT] | client ADDR PORT COUNT\n");
 	return 2;
 }

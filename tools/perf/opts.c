@@ -98,6 +98,10 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kinet-perf <write|read|fetch_add|compare_swap|put_signal|send|iter> [options]\n"
+		"       kinet-perf eth --peer ADDR [--port P] [-s FRAME]... [-n N] [--window W] [--seconds "
+		"S]\n"
+		"                         the Ethernet echo client: UDP round trip and echoes/s "
+		"(perf/eth.c)\n"
 		"  --lat | --bw | --rate | --mode lat|bw|rate|iter|pingpong   what to measure (default\n"
 		"                         --lat); pingpong (write, put_signal; one process, GPU-\n"
 		"                         initiated): device code on both sides answers each other\n"

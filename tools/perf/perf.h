@@ -118,6 +118,8 @@ struct perf_opts {
 };
 
 void perf_opts_defaults(struct perf_opts *o);
+/* kinet-perf eth (eth.c): the Ethernet echo client; argv[0] is "eth". */
+int perf_eth_main(int argc, char **argv);
 /* 0, 1 when --help was printed, -1 on a usage error (printed). */
 int perf_opts_parse(struct perf_opts *o, int argc, char **argv);
 const char *perf_op_name(enum perf_op op);
