@@ -58,6 +58,9 @@ static const struct kinet_env_var vars[] = {
 	INT("KINET_ENGINE_SLEEP_MAX_US", 0, 1000000, "200", true, "soft", "its longest sleep after that"),
 	BOOL("KINET_NODE_IPC", "1", false, "soft",
 	     "0: the node transport stages GPU memory through its messages instead of CUDA IPC"),
+	CHOICE("KINET_ETH_BACKEND", "auto|packet|xdp|xdp-native", "auto", false, "soft",
+	       "Ethernet ports of attr backend AUTO: auto and packet use AF_PACKET; xdp (SKB mode) and "
+	       "xdp-native use AF_XDP where possible, else warn once and use AF_PACKET"),
 	/* the ofi carrier */
 	STR("KINET_OFI_PROVIDER", NULL, "ofi",
 	    "libfabric provider (tcp;ofi_rxm, shm, verbs;ofi_rxm, efa, cxi); "

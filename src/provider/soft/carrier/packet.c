@@ -18,6 +18,9 @@
  * arrives again.  So poll reads SO_ERROR every KINET_PACKET_CHECK_NS, and
  * asks the socket's own namespace whether the ifindex still exists to tell
  * a deleted interface (-ENODEV) from one that went down (-ENETDOWN).
+ *
+ * The AF_XDP back end (xdp.c) lives behind the same calls: a carrier
+ * opened with it holds only its pointer, and each call hands over to it.
  */
 #define _GNU_SOURCE /* sendmmsg */
 #include <arpa/inet.h>
@@ -29,6 +32,7 @@
 #include <poll.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -37,8 +41,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "env.h"
 #include "packet.h"
 #include "soft.h"
+#include "xdp.h"
 
 /* Frames sent per sendmmsg() call. */
 #define PACKET_TX_BATCH 64u
@@ -50,6 +56,10 @@
 #define PACKET_SLOT_OVERHEAD (TPACKET_ALIGN(TPACKET2_HDRLEN + ETH_HLEN) + 4u)
 
 struct kinet_packet {
+	/* The AF_XDP back end, when it carries: every call goes to it and
+	 * nothing below is used. */
+	struct kinet_xdp *xdp;
+	int backend; /* enum kinet_packet_backend, the one in use */
 	int fd;
 	int ifindex;
 	uint32_t mtu;
@@ -249,14 +259,79 @@ static int packet_ring(struct kinet_packet *p)
 	return 0;
 }
 
+/* The back end asked for: attr's, or for AUTO the environment's. */
+static int packet_backend_wanted(const struct kinet_packet_attr *attr, bool *explicit)
+{
+	const char *env;
+
+	*explicit = attr->backend != KINET_PACKET_BACKEND_AUTO;
+	if (*explicit)
+		return attr->backend;
+	env = kinet_env_str("KINET_ETH_BACKEND");
+	if (env && !strcmp(env, "xdp"))
+		return KINET_PACKET_BACKEND_XDP;
+	if (env && !strcmp(env, "xdp-native"))
+		return KINET_PACKET_BACKEND_XDP_NATIVE;
+	return KINET_PACKET_BACKEND_PACKET;
+}
+
+/* Opens the AF_XDP back end into a new carrier: 0, 1 when AF_PACKET is
+ * to be tried instead (AUTO: after one warning saying why), or the
+ * error (an explicit request, or an interface that cannot be used by
+ * either back end). */
+static int packet_open_xdp(const struct kinet_packet_attr *attr, int backend, bool explicit,
+			   struct kinet_packet **pkt)
+{
+	struct kinet_packet_attr xa = *attr;
+	struct kinet_packet *p;
+	char why[512];
+	int ret;
+
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	xa.backend = backend;
+	ret = kinet_xdp_open(&xa, &p->xdp, why, sizeof(why));
+	if (!ret) {
+		p->fd = -1;
+		p->backend = backend;
+		KINET_INFO("packet carrier: %s through AF_XDP (%s mode)", attr->ifname,
+			   backend == KINET_PACKET_BACKEND_XDP_NATIVE ? "native" : "SKB");
+		*pkt = p;
+		return 0;
+	}
+	free(p);
+	if (!why[0])
+		snprintf(why, sizeof(why), "%s", strerror(-ret));
+	if (explicit || ret == -ENODEV || ret == -ENETDOWN || ret == -ENOMEM) {
+		KINET_ERR("packet carrier: AF_XDP on %s: %s", attr->ifname, why);
+		return ret;
+	}
+	KINET_WARN(
+		"packet carrier: KINET_ETH_BACKEND asks for AF_XDP, but on %s: %s; using AF_PACKET instead",
+		attr->ifname, why);
+	return 1;
+}
+
 int kinet_packet_open(const struct kinet_packet_attr *attr, struct kinet_packet **pkt)
 {
 	struct kinet_packet *p;
 	struct sockaddr_ll sll;
-	int ret;
+	bool explicit;
+	int ret, backend;
 
 	if (!attr || !pkt || !attr->ifname || !attr->ifname[0])
 		return -EINVAL;
+	if (attr->backend < KINET_PACKET_BACKEND_AUTO || attr->backend > KINET_PACKET_BACKEND_XDP_NATIVE) {
+		KINET_ERR("packet carrier: backend %d is not an enum kinet_packet_backend", attr->backend);
+		return -EINVAL;
+	}
+	backend = packet_backend_wanted(attr, &explicit);
+	if (backend != KINET_PACKET_BACKEND_PACKET) {
+		ret = packet_open_xdp(attr, backend, explicit, pkt);
+		if (ret <= 0)
+			return ret;
+	}
 	if (strlen(attr->ifname) >= IF_NAMESIZE) {
 		KINET_ERR("packet carrier: no interface %s (names are shorter than %d)", attr->ifname,
 			  IF_NAMESIZE);
@@ -266,6 +341,7 @@ int kinet_packet_open(const struct kinet_packet_attr *attr, struct kinet_packet 
 	if (!p)
 		return -ENOMEM;
 	strcpy(p->ifname, attr->ifname);
+	p->backend = KINET_PACKET_BACKEND_PACKET;
 	/* Protocol 0: nothing is queued to the socket before the ring
 	 * exists; bind() below names the protocol. */
 	p->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -314,27 +390,40 @@ void kinet_packet_close(struct kinet_packet *pkt)
 {
 	if (!pkt)
 		return;
+	if (pkt->xdp) {
+		kinet_xdp_close(pkt->xdp);
+		free(pkt);
+		return;
+	}
 	if (pkt->ring)
 		munmap(pkt->ring, pkt->ring_bytes);
 	close(pkt->fd);
 	free(pkt);
 }
 
+int kinet_packet_backend(const struct kinet_packet *pkt)
+{
+	return pkt->backend;
+}
+
 int kinet_packet_ifindex(const struct kinet_packet *pkt)
 {
-	return pkt->ifindex;
+	return pkt->xdp ? kinet_xdp_ifindex(pkt->xdp) : pkt->ifindex;
 }
 
 uint32_t kinet_packet_mtu(const struct kinet_packet *pkt)
 {
-	return pkt->mtu;
+	return pkt->xdp ? kinet_xdp_mtu(pkt->xdp) : pkt->mtu;
 }
 
 int kinet_packet_poll(struct kinet_packet *p, struct kinet_packet_rx *rx, unsigned max)
 {
 	unsigned n = 0;
-	int err = packet_check(p);
+	int err;
 
+	if (p->xdp)
+		return kinet_xdp_poll(p->xdp, rx, max);
+	err = packet_check(p);
 	if (err)
 		return err;
 	if (max > p->nframes - p->held)
@@ -361,6 +450,10 @@ void kinet_packet_release(struct kinet_packet *p, unsigned n)
 {
 	uint32_t i = (p->head - p->held) & (p->nframes - 1);
 
+	if (p->xdp) {
+		kinet_xdp_release(p->xdp, n);
+		return;
+	}
 	if (n > p->held)
 		n = p->held;
 	p->held -= n;
@@ -381,6 +474,8 @@ int kinet_packet_wait(struct kinet_packet *p, int timeout_ms)
 	uint64_t deadline;
 	int err;
 
+	if (p->xdp)
+		return kinet_xdp_wait(p->xdp, timeout_ms);
 	if (timeout_ms < 0)
 		return -EINVAL;
 	deadline = kinet_now_ns() + (uint64_t)timeout_ms * 1000000ull;
@@ -421,8 +516,11 @@ int kinet_packet_send(struct kinet_packet *p, const struct iovec *frames, unsign
 {
 	struct mmsghdr msg[PACKET_TX_BATCH];
 	unsigned total = 0;
-	int err = atomic_load_explicit(&p->err, memory_order_relaxed);
+	int err;
 
+	if (p->xdp)
+		return kinet_xdp_send(p->xdp, frames, n);
+	err = atomic_load_explicit(&p->err, memory_order_relaxed);
 	if (err)
 		return err;
 	while (total < n) {
@@ -469,6 +567,8 @@ int kinet_packet_stats(struct kinet_packet *p, struct kinet_packet_stats *stats)
 	struct tpacket_stats st;
 	socklen_t len = sizeof(st);
 
+	if (p->xdp)
+		return kinet_xdp_stats(p->xdp, stats);
 	/* The kernel's counters restart at every read: add them up here.
 	 * Its tp_packets includes the drops. */
 	if (getsockopt(p->fd, SOL_PACKET, PACKET_STATISTICS, &st, &len))

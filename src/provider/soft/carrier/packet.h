@@ -15,6 +15,12 @@
  * wait belong to one thread (the receive side); send may be called from
  * another (one thread at a time); stats from any.
  *
+ * Two back ends sit behind these calls (attr.backend): AF_PACKET, the
+ * default, described above, and AF_XDP (xdp.h), which differs where
+ * noted: no kernel stamp (the poll's time), no truncation (a frame longer
+ * than a UMEM frame is dropped and counted), and, opened for all
+ * ethertypes, ARP and ICMPv6 are left to the Linux stack and not received.
+ *
  * Errors are negative errnos.  Once the interface goes down (-ENETDOWN) or
  * vanishes (-ENODEV: deleted, or moved to another namespace) the carrier
  * stays in that error: every later poll, send and wait returns it, within
@@ -36,6 +42,18 @@ struct kinet_packet;
 
 #define KINET_PACKET_RX_FRAMES_DEFAULT 4096u
 
+/* Which socket carries the frames (docs/ETHERNET.md, "AF_XDP"). */
+enum kinet_packet_backend {
+	/* AF_PACKET, unless KINET_ETH_BACKEND says xdp or xdp-native: then
+	 * AF_XDP when it can be opened, else one warning and AF_PACKET. */
+	KINET_PACKET_BACKEND_AUTO = 0,
+	KINET_PACKET_BACKEND_PACKET = 1,
+	/* AF_XDP, its program attached in SKB (generic) mode, or in the
+	 * driver (native); asked for explicitly, its failure is the error. */
+	KINET_PACKET_BACKEND_XDP = 2,
+	KINET_PACKET_BACKEND_XDP_NATIVE = 3,
+};
+
 struct kinet_packet_attr {
 	const char *ifname; /* the interface, in the caller's network namespace */
 	/* Ethertype (host order) to receive; 0: all (ETH_P_ALL).  Frames this
@@ -46,8 +64,10 @@ struct kinet_packet_attr {
 	/* Bytes of one slot, header included: a power of two in
 	 * [256, 65536]; 0: the smallest that holds a frame of the
 	 * interface's MTU (2048 at 1500).  Longer frames arrive truncated
-	 * (kinet_packet_rx.len < wire_len). */
+	 * (kinet_packet_rx.len < wire_len).  AF_XDP: a UMEM frame, a power of
+	 * two in [2048, page size]; 0: 2048 up to an MTU of 1774. */
 	uint32_t frame_size;
+	int32_t backend; /* enum kinet_packet_backend */
 };
 
 /* One received frame, valid until released. */
@@ -74,6 +94,9 @@ struct kinet_packet_stats {
  * socket calls. */
 int kinet_packet_open(const struct kinet_packet_attr *attr, struct kinet_packet **pkt);
 void kinet_packet_close(struct kinet_packet *pkt);
+
+/* The back end in use: KINET_PACKET_BACKEND_PACKET, _XDP or _XDP_NATIVE. */
+int kinet_packet_backend(const struct kinet_packet *pkt);
 
 /* The interface's index and MTU, as found at open. */
 int kinet_packet_ifindex(const struct kinet_packet *pkt);
