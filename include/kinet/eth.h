@@ -22,7 +22,8 @@ extern "C" {
 /* ---- ports (kinet_eth_port(3)) -----------------------------------------
  * A port is a Linux network interface the context's NIC sends on and
  * receives from.  The software NIC reaches it through a raw AF_PACKET
- * socket (CAP_NET_RAW); frames the port receives go through its steering
+ * socket (CAP_NET_RAW), or, when asked, an AF_XDP socket (CAP_BPF and
+ * CAP_NET_ADMIN too); frames the port receives go through its steering
  * rules to receive queues, frames its send queues send leave on it. */
 struct kinet_eth_port;
 struct kinet_eth_rxq;
@@ -35,7 +36,23 @@ struct kinet_eth_port_attr {
 	/* Frames the carrier's receive ring holds before the kernel drops
 	 * (a power of two >= 16); 0: 4096. */
 	uint32_t rx_frames;
-	uint32_t pad;
+	/* enum kinet_eth_backend (docs/ETHERNET.md, "AF_XDP"); 0: AUTO.  Was
+	 * padding (always 0) before: the layout is unchanged. */
+	int32_t backend;
+};
+
+/* Which socket the software NIC's port uses on its interface. */
+enum kinet_eth_backend {
+	/* AF_PACKET, unless KINET_ETH_BACKEND=xdp (or xdp-native) asks for
+	 * AF_XDP: then AF_XDP where it can be opened, else one warning saying
+	 * why and AF_PACKET. */
+	KINET_ETH_BACKEND_AUTO = 0,
+	KINET_ETH_BACKEND_PACKET = 1, /* AF_PACKET: TPACKET_V2 ring, sendmmsg */
+	/* AF_XDP with kinet's XDP program in SKB (generic) mode, or in the
+	 * driver (native).  Asked for here, a failure is kinet_eth_port_open's
+	 * error (-EPERM, -EOPNOTSUPP, ...), logged with the reason. */
+	KINET_ETH_BACKEND_XDP = 2,
+	KINET_ETH_BACKEND_XDP_NATIVE = 3,
 };
 
 struct kinet_eth_port_stats {
@@ -49,7 +66,8 @@ struct kinet_eth_port_stats {
 	uint64_t tx_errors;	     /* sends completed with an error CQE */
 };
 
-/* Fills attr with the defaults (its size, no interface, rx_frames 0). */
+/* Fills attr with the defaults (its size, no interface, rx_frames 0,
+ * backend AUTO). */
 KINET_API void kinet_eth_port_attr_init(struct kinet_eth_port_attr *attr);
 /* Opens attr->ifname.  0; -EINVAL (bad attribute), -ENODEV (no such
  * interface), -ENETDOWN (it is down), -EPERM (no CAP_NET_RAW: logged with
@@ -66,6 +84,9 @@ KINET_API int kinet_eth_port_stats(struct kinet_eth_port *port, struct kinet_eth
 /* Once the interface went down or vanished: -ENETDOWN or -ENODEV, sticky
  * (queues stop receiving; sends complete with errors); else 0. */
 KINET_API int kinet_eth_port_status(struct kinet_eth_port *port);
+/* The back end the port uses: KINET_ETH_BACKEND_PACKET, _XDP or
+ * _XDP_NATIVE (never AUTO); -EINVAL for a NULL port. */
+KINET_API int kinet_eth_port_backend(const struct kinet_eth_port *port);
 
 /* ---- packet queues ------------------------------------------------------ */
 

@@ -241,6 +241,8 @@ int kinet_eth_port_open(struct kinet_ctx *ctx, const struct kinet_eth_port_attr 
 		return KINET_EINVAL("attr->ifname", "longer than an interface name can be (15 characters)");
 	if (a.rx_frames && (a.rx_frames < 16 || !is_pow2(a.rx_frames)))
 		return KINET_EINVAL("attr->rx_frames", "must be 0 or a power of two >= 16");
+	if (a.backend < KINET_ETH_BACKEND_AUTO || a.backend > KINET_ETH_BACKEND_XDP_NATIVE)
+		return KINET_EINVAL("attr->backend", "not an enum kinet_eth_backend");
 	if (!ctx->ops->eth_port_open) {
 		KINET_ERR("%s: the %s provider has no Ethernet queues", __func__, ctx->provider_name);
 		return -EOPNOTSUPP;
@@ -251,6 +253,7 @@ int kinet_eth_port_open(struct kinet_ctx *ctx, const struct kinet_eth_port_attr 
 	port->ctx = ctx;
 	strcpy(port->ifname, a.ifname);
 	port->rx_frames = a.rx_frames;
+	port->backend = a.backend;
 	pthread_rwlock_init(&port->lock, NULL);
 	ret = ctx->ops->eth_port_open(port);
 	if (ret) {
@@ -332,6 +335,13 @@ int kinet_eth_port_stats(struct kinet_eth_port *port, struct kinet_eth_port_stat
 	s->tx_frames = atomic_load_explicit(&c->tx_frames, memory_order_relaxed);
 	s->tx_errors = atomic_load_explicit(&c->tx_errors, memory_order_relaxed);
 	return 0;
+}
+
+int kinet_eth_port_backend(const struct kinet_eth_port *port)
+{
+	if (!port)
+		return KINET_EINVAL("port", "NULL");
+	return port->backend_used;
 }
 
 int kinet_eth_port_status(struct kinet_eth_port *port)

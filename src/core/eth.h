@@ -49,6 +49,8 @@ struct kinet_eth_port {
 	struct kinet_eth_port *next_in_ctx; /* under ctx->obj_lock */
 	char ifname[16];
 	uint32_t rx_frames;
+	int32_t backend;      /* asked for (enum kinet_eth_backend) */
+	int32_t backend_used; /* set by the provider's eth_port_open */
 	uint32_t mtu;
 	uint8_t mac[6];
 	void *prov; /* the provider's side (its carrier) */

@@ -39,6 +39,12 @@
 #include "eth_csum.h"
 #include "responder.h"
 
+_Static_assert(KINET_ETH_BACKEND_AUTO == (int)KINET_PACKET_BACKEND_AUTO &&
+		       KINET_ETH_BACKEND_PACKET == (int)KINET_PACKET_BACKEND_PACKET &&
+		       KINET_ETH_BACKEND_XDP == (int)KINET_PACKET_BACKEND_XDP &&
+		       KINET_ETH_BACKEND_XDP_NATIVE == (int)KINET_PACKET_BACKEND_XDP_NATIVE,
+	       "the port's backend is handed to the carrier as is");
+
 /* Frames taken from a carrier per port and pass. */
 #define ETH_RX_BATCH 32u
 
@@ -311,7 +317,9 @@ static void read_mac(struct kinet_eth_port *port)
 
 int kinet_soft_eth_port_open(struct kinet_eth_port *port)
 {
-	struct kinet_packet_attr pa = {.ifname = port->ifname, .rx_frames = port->rx_frames};
+	/* The carrier's back end enum is the API's, value for value. */
+	struct kinet_packet_attr pa = {
+		.ifname = port->ifname, .rx_frames = port->rx_frames, .backend = port->backend};
 	struct soft_eth *e = eth_state(port->ctx);
 	struct soft_eth_port *sp;
 	int ret;
@@ -321,7 +329,8 @@ int kinet_soft_eth_port_open(struct kinet_eth_port *port)
 	sp = calloc(1, sizeof(*sp));
 	if (!sp)
 		return -ENOMEM;
-	/* The carrier says why it cannot (no interface, down, no CAP_NET_RAW). */
+	/* The carrier says why it cannot (no interface, down, no CAP_NET_RAW,
+	 * AF_XDP asked for and impossible). */
 	ret = kinet_packet_open(&pa, &sp->pkt);
 	if (ret) {
 		free(sp);
@@ -330,6 +339,7 @@ int kinet_soft_eth_port_open(struct kinet_eth_port *port)
 	sp->port = port;
 	port->prov = sp;
 	port->mtu = kinet_packet_mtu(sp->pkt);
+	port->backend_used = kinet_packet_backend(sp->pkt);
 	read_mac(port);
 	pthread_mutex_lock(&e->lock);
 	sp->next = e->ports;
