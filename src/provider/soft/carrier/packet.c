@@ -41,7 +41,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "env.h"
 #include "packet.h"
 #include "soft.h"
 #include "xdp.h"
