@@ -35,6 +35,7 @@
 #endif
 
 #include "filter.cuh"
+#include "mapped.h"
 #include "traffic.h"
 
 #define SEM_ITEMS 64u
@@ -109,29 +110,6 @@ static int parse(int argc, char **argv, struct opts *o)
 	if (o->client ? !o->peer : (!o->iface || o->queues < 1 || o->queues > FILTER_MAX_QUEUES))
 		return usage();
 	return 0;
-}
-
-static void *mapped_alloc(size_t n, void **host)
-{
-#if defined(KINET_HOST_EMU)
-	*host = calloc(1, n);
-	return *host;
-#else
-	void *d = NULL;
-	if (cudaHostAlloc(host, n, cudaHostAllocMapped) != cudaSuccess)
-		return NULL;
-	memset(*host, 0, n);
-	return cudaHostGetDevicePointer(&d, *host, 0) == cudaSuccess ? d : NULL;
-#endif
-}
-
-static void mapped_free(void *host)
-{
-#if defined(KINET_HOST_EMU)
-	free(host);
-#else
-	cudaFreeHost(host);
-#endif
 }
 
 #if defined(KINET_HOST_EMU)

@@ -35,6 +35,7 @@
 #include <cuda_runtime.h>
 #endif
 
+#include "mapped.h"
 #include "timed.cuh"
 
 #define RECV_BATCH 64u
@@ -106,29 +107,6 @@ static uint64_t realtime_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void *mapped_alloc(size_t n, void **host)
-{
-#if defined(KINET_HOST_EMU)
-	*host = calloc(1, n);
-	return *host;
-#else
-	void *d = NULL;
-	if (cudaHostAlloc(host, n, cudaHostAllocMapped) != cudaSuccess)
-		return NULL;
-	memset(*host, 0, n);
-	return cudaHostGetDevicePointer(&d, *host, 0) == cudaSuccess ? d : NULL;
-#endif
-}
-
-static void mapped_free(void *host)
-{
-#if defined(KINET_HOST_EMU)
-	free(host);
-#else
-	cudaFreeHost(host);
-#endif
 }
 
 static int parse_mac(const char *s, uint8_t mac[6])

@@ -43,6 +43,7 @@
 #endif
 
 #include "echo.cuh"
+#include "mapped.h"
 
 struct opts {
 	const char *iface;
@@ -96,30 +97,6 @@ static int parse(int argc, char **argv, struct opts *o)
 	if (!o->iface || !o->port || o->queues < 1 || o->queues > ECHO_MAX_QUEUES)
 		return usage();
 	return 0;
-}
-
-/* Memory the kernel and this thread both reach: host-mapped. */
-static void *mapped_alloc(size_t n, void **host)
-{
-#if defined(KINET_HOST_EMU)
-	*host = calloc(1, n);
-	return *host;
-#else
-	void *d = NULL;
-	if (cudaHostAlloc(host, n, cudaHostAllocMapped) != cudaSuccess)
-		return NULL;
-	memset(*host, 0, n);
-	return cudaHostGetDevicePointer(&d, *host, 0) == cudaSuccess ? d : NULL;
-#endif
-}
-
-static void mapped_free(void *host)
-{
-#if defined(KINET_HOST_EMU)
-	free(host);
-#else
-	cudaFreeHost(host);
-#endif
 }
 
 static uint32_t load_u32(const uint32_t *p)
