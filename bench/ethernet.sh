@@ -65,7 +65,7 @@ for f in gpu cpu socket; do
 	awk -v l="$label" '$1 ~ /^\[b\]$/ && $2 ~ /^[0-9]+$/ && NF >= 9 {
 		printf "| %s | %s | %s | %s | %s | %s | %s |\n", l, $2, $3, $4, $5, $7, $8 }' "$out/$f"
 done
-grep -h "floor:" "$out"/* | head -1 | sed 's/^\[b\] /GPU<->CPU /'
+grep -h "floor:" "$out"/* | head -1 | sed "s/^\[b\] floor:/floor, same run:/"
 [ $gpu_ok -eq 1 ] || echo "(no GPU kernel row: no GPU build, or no GPU here; see $out/gpu)"
 echo "raw outputs: $out"
 exit $failed

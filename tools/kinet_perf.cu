@@ -472,10 +472,6 @@ int main(int argc, char **argv)
 	char cmd[2048], gpu[256], peer_gpu[256];
 	int rc, failed = 0, target;
 
-	/* The Ethernet echo client needs no GPU of its own (it measures the
-	 * floor with whatever this build has). */
-	if (argc > 1 && !strcmp(argv[1], "eth"))
-		return perf_eth_main(argc - 1, argv + 1);
 	perf_opts_defaults(&o);
 	join_args(cmd, sizeof(cmd), argc, argv);
 	o.command = cmd;
@@ -492,6 +488,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 #endif
+	/* The Ethernet echo client: after the hand-over above, so that its
+	 * floor is the GPU's where there is one, the CPU threads' otherwise. */
+	if (argc > 1 && !strcmp(argv[1], "eth"))
+		return perf_eth_main(argc - 1, argv + 1);
 	rc = perf_opts_parse(&o, argc, argv);
 	if (rc)
 		return rc > 0 ? 0 : 2;

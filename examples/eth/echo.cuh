@@ -23,9 +23,11 @@
 #define ECHO_BATCH 32u
 #define ECHO_STOP "KINET-STOP"
 #define ECHO_STOP_LEN 10u
-/* A receive waits at most this long, so the warp looks at the stop word
- * and its idle clock now and then. */
-#define ECHO_RECV_TIMEOUT_NS 200000ull
+/* A receive takes what has arrived and returns at once (timeout 0): a
+ * receive waits for ECHO_BATCH packets or its timeout, and an echo that
+ * waited for a full batch would hold a lone datagram for the whole
+ * timeout (measured: 200 us of a 410 us round trip in host emulation). */
+#define ECHO_RECV_TIMEOUT_NS 0ull
 
 struct echo_status {	  /* host-mapped, one per queue, written at the end */
 	uint64_t echoed;  /* packets sent back */
@@ -140,6 +142,7 @@ KINET_DEV_FN void echo_warp(const struct echo_args *a, int q, struct kinet_dev_e
 	struct echo_status *st = &a->status[q];
 	uint32_t lane = echo_lane();
 	uint64_t echoed = 0, ignored = 0, last_ns = kinet_dev_now_ns();
+	uint32_t idle_iter = 0;
 	int rc = 0;
 
 	while (!echo_load(a->stop)) {
@@ -155,9 +158,13 @@ KINET_DEV_FN void echo_warp(const struct echo_args *a, int q, struct kinet_dev_e
 				rc = -ETIMEDOUT;
 				break;
 			}
+			/* Spins, then backs off (on CPU threads: yields, so
+			 * the engine thread that brings the packets runs). */
+			kinet_dev_relax(idle_iter++);
 			continue;
 		}
 		last_ns = now;
+		idle_iter = 0;
 		int stop = 0;
 		for (uint32_t base = 0; base < n && !rc; base += ECHO_LANES) {
 			uint32_t i = base + lane, len = 0;

@@ -290,6 +290,8 @@ int perf_eth_main(int argc, char **argv)
 		if (f.measured)
 			printf("floor: %s: median %.3f us (min %.3f)\n", f.rtt_label, f.rtt.median,
 			       f.rtt.min);
+		else
+			printf("floor: not measured (kinet-perf write --lat says why)\n");
 	}
 	if (o.stop) {
 		static const char stop[] = "KINET-STOP";
