@@ -684,6 +684,126 @@ KT_TEST(send_checksums_and_errors)
 	free(buf);
 }
 
+/* Send-queue WQEs a NIC would refuse, each on a queue of its own: an
+ * error CQE (LOCAL_QP_OP_ERR, or what the PRM gives a wrong QP number),
+ * nothing sent, the engine unharmed (the last queue still sends). */
+enum bad_wqe {
+	BAD_DS_SHORT,	/* SEND with no data segment (ds 2) */
+	BAD_DS_LONG,	/* SEND with ds 5: three data segments */
+	BAD_INLINE_HDR, /* an inlined header (not emulated) */
+	BAD_TSO,	/* mss set: TSO (not emulated) */
+	BAD_OPMOD,	/* SEND with an op_mod */
+	BAD_OPCODE,	/* an RDMA write on a raw-packet queue */
+	BAD_WAIT_MODE,	/* WAIT on a CQ index (cross-channel), not on time */
+	BAD_WAIT_DS,	/* WAIT on time with ds 2 */
+	BAD_QPN,	/* another queue's number in the ctrl segment */
+	BAD_COUNT
+};
+
+static void bad_wqe_make(enum bad_wqe k, struct txq_h *h, void *buf, uint32_t len, uint32_t lkey,
+			 uint8_t *out)
+{
+	struct kinet_eth_send_wqe w;
+	struct kinet_eth_wait_wqe wt;
+	uint32_t qpn_ds, op;
+
+	kinet_eth_wqe_send(&w, (uint16_t)h->pi, h->d->sqn, KINET_WQE_CTRL_CQ_UPDATE, 0,
+			   (uint64_t)(uintptr_t)buf, len, lkey);
+	qpn_ds = ntohl(w.ctrl.qpn_ds);
+	op = ntohl(w.ctrl.opmod_idx_opcode);
+	switch (k) {
+	case BAD_DS_SHORT:
+		qpn_ds = (qpn_ds & ~0xffu) | 2u;
+		break;
+	case BAD_DS_LONG:
+		qpn_ds = (qpn_ds & ~0xffu) | 5u;
+		break;
+	case BAD_INLINE_HDR:
+		w.eth.inline_hdr_sz = htons(18);
+		break;
+	case BAD_TSO:
+		w.eth.mss = htons(1400);
+		break;
+	case BAD_OPMOD:
+		op |= 1u << 24;
+		break;
+	case BAD_OPCODE:
+		op = (op & ~0xffu) | KINET_WQE_OP_RDMA_WRITE;
+		break;
+	case BAD_QPN:
+		qpn_ds = ((h->d->sqn + 1) << 8) | (qpn_ds & 0xffu);
+		break;
+	case BAD_WAIT_MODE:
+	case BAD_WAIT_DS:
+		kinet_eth_wqe_wait_time(&wt, (uint16_t)h->pi, h->d->sqn, 0,
+					kinet_eth_rt_from_ns(realtime_ns()));
+		qpn_ds = ntohl(wt.ctrl.qpn_ds);
+		op = ntohl(wt.ctrl.opmod_idx_opcode);
+		if (k == BAD_WAIT_MODE)
+			op = (op & 0x00ffffffu) | (KINET_WQE_OPMOD_WAIT_CQ_PI << 24);
+		else
+			qpn_ds = (qpn_ds & ~0xffu) | 2u;
+		wt.ctrl.qpn_ds = htonl(qpn_ds);
+		wt.ctrl.opmod_idx_opcode = htonl(op);
+		memcpy(out, &wt, sizeof(wt));
+		return;
+	default:
+		break;
+	}
+	w.ctrl.qpn_ds = htonl(qpn_ds);
+	w.ctrl.opmod_idx_opcode = htonl(op);
+	memcpy(out, &w, sizeof(w));
+}
+
+KT_TEST(malformed_send_wqes)
+{
+	struct kinet_ctx *ctx = NULL;
+	struct kinet_eth_port *port = NULL;
+	struct kinet_eth_port_stats before, after;
+	struct kinet_mr *mr = NULL;
+	struct txq_h t;
+	uint8_t *buf, mac[6], synd, wqe[KINET_WQE_BB_SIZE];
+	uint16_t idx;
+	uint32_t n, lkey;
+	int s;
+
+	NEED_NETNS();
+	KT_OK(kt_ctx_open(1, &ctx));
+	KT_OK(port_open(ctx, &port));
+	KT_OK(kinet_eth_port_mac(port, mac));
+	buf = aligned_alloc(4096, 4096);
+	KT_OK(kinet_mr_reg(ctx, buf, 4096, KINET_ACCESS_LOCAL_WRITE, &mr));
+	lkey = kinet_mr_lkey(mr);
+	s = udp_sock(1, UDP_BASE + 6);
+	KT_CHECK(s >= 0);
+	n = udp_frame(buf, mac, UDP_BASE + 6, "malformed", 0);
+	KT_OK(kinet_eth_port_stats(port, &before));
+	for (int k = 0; k < BAD_COUNT; k++) {
+		KT_OK(txq_make(port, 1, 1, &t));
+		bad_wqe_make((enum bad_wqe)k, &t, buf, n, lkey, wqe);
+		tx_post(&t, wqe);
+		KT_CHECK_EQ(tx_cqe(&t, &synd, &idx, DEADLINE_MS), KINET_CQE_REQ_ERR);
+		printf("malformed %d: syndrome 0x%02x\n", k, synd);
+		KT_CHECK(synd == KINET_SYND_LOCAL_QP_OP_ERR || (k == BAD_QPN && synd != 0));
+		KT_CHECK_EQ(idx, (uint16_t)(t.pi - 1));
+		KT_OK(kinet_eth_txq_destroy(t.q));
+	}
+	KT_CHECK(!udp_got(s, "malformed", 300, NULL));
+	KT_OK(kinet_eth_port_stats(port, &after));
+	KT_CHECK_EQ(after.tx_frames, before.tx_frames);
+	KT_CHECK_EQ(after.tx_errors - before.tx_errors, (uint64_t)BAD_COUNT);
+	/* The port still sends. */
+	KT_OK(txq_make(port, 1, 1, &t));
+	n = udp_frame(buf, mac, UDP_BASE + 6, "still fine", 0);
+	tx_send(&t, CS_ALL, buf, n, lkey);
+	KT_CHECK_EQ(tx_cqe(&t, &synd, &idx, DEADLINE_MS), KINET_CQE_REQ);
+	KT_CHECK(udp_got(s, "still fine", DEADLINE_MS, NULL));
+	close(s);
+	KT_OK(kinet_mr_dereg(mr));
+	KT_OK(kinet_ctx_close(ctx));
+	free(buf);
+}
+
 /* A WAIT 50 ms ahead holds the next send that long (B's socket stamps). */
 KT_TEST(send_wait_on_time)
 {
@@ -889,4 +1009,4 @@ KT_TEST(vanished_interface)
 }
 
 KT_MAIN(receive_steered, receive_rss, queue_full_and_handed_back, send_checksums_and_errors,
-	send_wait_on_time, teardown_under_load, vanished_interface)
+	malformed_send_wqes, send_wait_on_time, teardown_under_load, vanished_interface)
