@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench/ethernet.sh: UDP echo round trip and echoes per second across two
 # network namespaces joined by a veth pair, for three echo servers in one
-# run: eth_udp_echo's persistent kernel (the GPU build; where there is no
-# GPU it is skipped), the same loop on CPU threads over the same software
+# run: eth_udp_echo's persistent kernel (the GPU build, its packet slots in
+# GPU memory and in host-mapped memory; where there is no GPU it is
+# skipped), the same loop on CPU threads over the same software
 # NIC back end (eth_udp_echo-emu), and a kernel UDP socket echo that spins
 # (udp_echo_check server-spin).  The client is `kinet-perf eth` in the
 # other namespace (an ordinary UDP socket), which also measures the
@@ -50,8 +51,12 @@ run() { # label file server...
 
 gpu_ok=0
 if [ -x "$BUILD/examples/eth_udp_echo" ]; then
-	run "GPU kernel echo (eth_udp_echo)" gpu "$BUILD/examples/eth_udp_echo" --iface {IFACE} --port 5000 \
-		--require-gpu && gpu_ok=1
+	# Packet slots in GPU memory (the engine copies each frame in and out
+	# with the copy engine) and in host memory the kernel maps (no copy).
+	run "GPU kernel echo, slots in GPU memory" gpu "$BUILD/examples/eth_udp_echo" --iface {IFACE} \
+		--port 5000 --mem gpu --require-gpu && gpu_ok=1
+	run "GPU kernel echo, slots in host memory" gpu_host "$BUILD/examples/eth_udp_echo" --iface {IFACE} \
+		--port 5000 --mem host --require-gpu
 fi
 run "CPU echo, same back end (eth_udp_echo-emu)" cpu "$BUILD/examples/eth_udp_echo-emu" --iface {IFACE} \
 	--port 5000
@@ -59,7 +64,7 @@ run "kernel UDP socket echo (spinning)" socket "$sock" server-spin {ADDR} 5000
 
 echo "| server | frame B | min us | median us | p99 us | echoes/s | lost |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
-for f in gpu cpu socket; do
+for f in gpu gpu_host cpu socket; do
 	[ -f "$out/$f" ] || continue
 	label=$(sed -n 's/.*kinet-perf eth: \(.*\) at [0-9.]*:[0-9]*, UDP.*/\1/p' "$out/$f" | head -1)
 	awk -v l="$label" '$1 ~ /^\[b\]$/ && $2 ~ /^[0-9]+$/ && NF >= 9 {
