@@ -1,7 +1,8 @@
 /*
  * kinet-info: what this build and machine offer: version, providers, CUDA,
- * engine defaults, the ConnectX (mlx5) devices and what works on them, and
- * the wire struct sizes.  Exits 0 after the report; a provider that cannot
+ * engine defaults, the ConnectX (mlx5) devices and what works on them, what
+ * Ethernet ports need and whether this process has it, and the wire struct
+ * sizes.  Exits 0 after the report; a provider that cannot
  * be opened is reported with the reason (not as an error: listing it is
  * not asking for it).  --provider NAME reports that provider only and, as
  * it was asked for, exits 1 with an error line when it is not usable.
@@ -10,10 +11,14 @@
 #include <kinet/wire.h>
 
 #include <errno.h>
+#include <linux/capability.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #ifndef KINET_VERSION
 #define KINET_VERSION "unknown"
@@ -27,6 +32,41 @@ static void show_provider(const char *name)
 		printf("  %-5s available\n", name);
 	else
 		printf("  %-5s not available: %s\n", name, why);
+}
+
+/* Whether this process has capability cap in its effective set. */
+static bool has_cap(unsigned cap)
+{
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct d[2];
+
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capget, &h, d))
+		return false;
+	return (d[cap / 32].effective >> (cap % 32)) & 1u;
+}
+
+/* What Ethernet ports need (docs/ETHERNET.md, "Capabilities, back ends and
+ * the Linux stack") and whether this process has it: asking opens nothing. */
+static void show_ethernet(void)
+{
+	struct rlimit ml;
+	const char *backend = getenv("KINET_ETH_BACKEND");
+	bool bpf = has_cap(39 /* CAP_BPF */) || has_cap(CAP_SYS_ADMIN);
+
+	printf("ethernet ports:\n");
+	printf("  AF_PACKET (default): %s\n",
+	       has_cap(CAP_NET_RAW)
+		       ? "usable (CAP_NET_RAW)"
+		       : "not usable: no CAP_NET_RAW (run as root, or setcap cap_net_raw+ep the program)");
+	printf("  AF_XDP (KINET_ETH_BACKEND=xdp, now %s): ", backend ? backend : "unset");
+	if (bpf && has_cap(CAP_NET_ADMIN)) {
+		bool unlimited = !getrlimit(RLIMIT_MEMLOCK, &ml) && ml.rlim_cur == RLIM_INFINITY;
+		printf("capabilities there (CAP_BPF or CAP_SYS_ADMIN, and CAP_NET_ADMIN); locked memory %s\n",
+		       unlimited ? "unlimited" : "limited (raised at open where allowed)");
+	} else {
+		printf("not usable: needs CAP_BPF (or CAP_SYS_ADMIN) and CAP_NET_ADMIN\n");
+	}
 }
 
 static void usage(FILE *f)
@@ -158,6 +198,7 @@ int main(int argc, char **argv)
 	 * printed as such (docs/MLX5.md). */
 	printf("mlx5 (ConnectX):\n");
 	show_description("mlx5", "  ");
+	show_ethernet();
 
 	/* The variables that are set (kinet-info --env: all of them). */
 	printf("environment (set; kinet-info --env lists every variable):\n");
