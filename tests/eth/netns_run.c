@@ -3,7 +3,8 @@
  * veth pair (tests/harness/kt_netns.h: no iproute2 needed), so that an
  * example's two ends talk over a real (virtual) Ethernet link.
  *
- *   kinet-netns-run [--timeout S] [--wait-ms MS] -- CMD_A ARGS... -- CMD_B ARGS...
+ *   kinet-netns-run [--timeout S] [--wait-ms MS] [--a-finishes 1]
+ *                   -- CMD_A ARGS... -- CMD_B ARGS...
  *
  * CMD_A starts in namespace a; CMD_B in namespace b once A printed a line
  * containing "ready" on stdout, or --wait-ms passed, or A exited 0.  Each
@@ -14,7 +15,11 @@
  *
  * Exit status: B's when A exits 0, or when A is still running after B
  * ended and then exits 0 or by the SIGTERM it is sent; else the first
- * failure (exit code, or 128 + signal); 124 after --timeout seconds
+ * failure (exit code, or 128 + signal).  With --a-finishes 1, A is the
+ * side that checks (a receiver judging what B sent): after B ended it
+ * must end by itself, within the timeout, and exit 0 -- it is not stopped,
+ * so that it cannot pass by being killed before it judged.  124 after
+ * --timeout seconds
  * (default 60; both killed); 77 (ctest's skip) when the namespaces cannot
  * be made, saying why; 2 for a bad command line.  Each command runs in a
  * process group of its own, killed whole when the command ends, so that
@@ -329,11 +334,28 @@ static int describe(int side, const char *how)
 	return code_of(st);
 }
 
-/* B has ended: its status, unless A, stopped now, then fails. */
-static int after_b(void)
+static bool a_finishes; /* --a-finishes 1 */
+
+/* B has ended: its status, unless A, stopped now (or, with --a-finishes,
+ * left to end by itself before the deadline), then fails. */
+static int after_b(uint64_t deadline)
 {
 	bool a_running = !reap(0);
 
+	if (a_finishes) {
+		if (failed(1)) {
+			stop(0);
+			return describe(1, "");
+		}
+		while (!reap(0) && now_ms() < deadline)
+			pump(POLL_MS);
+		if (!reap(0)) {
+			stop(0);
+			say("a did not end by itself after b ended (--a-finishes)");
+			return TIMEOUT_CODE;
+		}
+		return failed(0) ? describe(0, " after b ended") : 0;
+	}
 	stop(0);
 	if (failed(1))
 		return describe(1, "");
@@ -380,7 +402,7 @@ static int run(unsigned timeout_s, int wait_ms)
 			return describe(0, sides[1].pid ? " before b ended" : " before b started");
 		}
 		if (reap(1))
-			return after_b();
+			return after_b(deadline);
 		if (now_ms() >= deadline)
 			return timed_out(timeout_s);
 		pump(POLL_MS);
@@ -413,11 +435,14 @@ static void drain(void)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: kinet-netns-run [--timeout S] [--wait-ms MS] -- CMD_A [ARGS...] -- CMD_B [ARGS...]\n"
+		"usage: kinet-netns-run [--timeout S] [--wait-ms MS] [--a-finishes 1] -- CMD_A [ARGS...] -- "
+		"CMD_B "
+		"[ARGS...]\n"
 		"  A runs in namespace a; B in namespace b once A printed a line containing \"ready\"\n"
 		"  (or after --wait-ms, or when A exited 0).  KT_IFACE KT_ADDR KT_MAC KT_PEER_ADDR\n"
 		"  KT_PEER_MAC in their environment; {IFACE} {ADDR} {MAC} {PEER_ADDR} {PEER_MAC}\n"
 		"  replaced in their arguments.  Exit: B's status, or the first failure; 124 timeout;\n"
+		"  --a-finishes 1: A must end by itself after B, exiting 0 (it is not stopped);\n"
 		"  77 when the namespaces cannot be made.\n");
 	exit(2);
 }
@@ -434,6 +459,8 @@ static void parse(int argc, char **argv, unsigned *timeout_s, int *wait_ms, int 
 			*timeout_s = (unsigned)atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--wait-ms"))
 			*wait_ms = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--a-finishes"))
+			a_finishes = atoi(argv[i + 1]) != 0;
 		else
 			usage();
 	}
